@@ -1,0 +1,157 @@
+"""The ``patience`` command line.
+
+The CLI is a front door like the HTTP API, so it lives in ``service/`` and may
+use every layer below. Heavy imports (Flask, Celery, solvers) happen inside the
+subcommands that need them, so ``patience deal`` starts fast.
+
+Exit codes: 0 success; 1 a negative answer the user asked about (an illegal
+step in ``play``); 2 bad input or usage, with one message and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from verifier.errors import InputError, PatienceError
+from verifier.formats import Start, read_start, start_from_number
+from verifier.registry import DEFAULT_GAME, GAMES, get_game
+from verifier.replay import replay
+
+EXIT_OK, EXIT_NO, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def read_text(path: str) -> str:
+    """Read a file (``-`` is standard input); missing files are input errors."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {path}: {exc}") from None
+
+
+def load_start(args: argparse.Namespace) -> Start:
+    """Return the start named by ``--number N`` or by the FILE argument."""
+    if getattr(args, "number", None) is not None:
+        return start_from_number(get_game(args.game), args.number)
+    if not getattr(args, "file", None):
+        raise InputError("give a deal or position FILE, or --number N")
+    return read_start(read_text(args.file), args.game)
+
+
+# -- subcommands -----------------------------------------------------------------
+def cmd_deal(args: argparse.Namespace) -> int:
+    """Print a numbered deal, or a fresh random one."""
+    game = get_game(args.game)
+    number = args.number if args.number is not None else secrets.randbits(63)
+    deal = game.numbered_deal(number)
+    if args.json:
+        print(
+            json.dumps(
+                {"game": game.name, "number": number, "deal": [str(c) for c in deal]}
+            )
+        )
+    else:
+        print(f"# {game.title} deal number {number}")
+        print(game.format_deal(deal), end="")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Draw a deal or position."""
+    start = load_start(args)
+    print(f"{start.game.title}: {start.describe()}")
+    print(start.game.render(start.state))
+    return EXIT_OK
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """Replay a line; exit 1 at the first illegal step."""
+    start = read_start(read_text(args.file), args.game)
+    game = start.game
+    moves = game.parse_moves(read_text(args.moves))
+    result = replay(game, start.state, moves)
+    print(game.render(result.final))
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "ok": result.ok,
+                    "steps": result.steps,
+                    "won": result.won,
+                    "stuck": result.stuck,
+                    "score": result.score,
+                    "error": str(result.error) if result.error else None,
+                    "final": game.position_to_json(result.final),
+                }
+            )
+        )
+    print(result.verdict())
+    return EXIT_OK if result.ok else EXIT_NO
+
+
+# -- parser ------------------------------------------------------------------------
+def _add_game(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--game",
+        default=None,
+        choices=sorted(GAMES),
+        help=f"game (default {DEFAULT_GAME}; a position file may name its own)",
+    )
+
+
+def _add_start(p: argparse.ArgumentParser) -> None:
+    _add_game(p)
+    p.add_argument("file", nargs="?", help="deal or position file ('-' for stdin)")
+    p.add_argument("--number", type=int, help="use numbered deal N instead of a file")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="patience", description="Prove patience deals won or dead, exactly."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("deal", help="print a numbered or random deal")
+    _add_game(p)
+    p.add_argument("--number", type=int, help="deal number N (default: random)")
+    p.add_argument("--json", action="store_true", help="print the JSON form")
+    p.set_defaults(func=cmd_deal)
+
+    p = sub.add_parser("show", help="draw a deal or position")
+    _add_start(p)
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("play", help="replay a line of moves and judge it")
+    _add_game(p)
+    p.add_argument("file", help="deal or position file")
+    p.add_argument("moves", help="moves file")
+    p.add_argument("--json", action="store_true", help="also print a JSON summary")
+    p.set_defaults(func=cmd_play)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; bad input prints one line and exits 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except PatienceError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""The ``patience`` CLI: deal, show, play; bad input exits 2 with one message."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from service.cli import main
+from verifier import devils_grip as dg
+
+VECTORS = Path(__file__).resolve().parent.parent / "seeds" / "vectors"
+WIN_POSITION = VECTORS / "devils-grip-win-position.json"
+WIN_MOVES = VECTORS / "devils-grip-win-position.moves"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_deal_prints_numbered_deal_text(capsys):
+    code, out, _ = run(capsys, "deal", "--number", "1")
+    assert code == 0
+    assert dg.parse_deal(out) == dg.numbered_deal(1)
+
+
+def test_deal_without_number_is_a_fresh_valid_deal(capsys):
+    _, first, _ = run(capsys, "deal")
+    _, second, _ = run(capsys, "deal")
+    assert len(dg.parse_deal(first)) == 96
+    assert first != second
+
+
+def test_show_draws_the_grid_with_counts(capsys, tmp_path):
+    path = tmp_path / "d.txt"
+    path.write_text(dg.format_deal(dg.numbered_deal(1)))
+    code, out, _ = run(capsys, "show", str(path))
+    assert code == 0
+    assert " A  6♦" in out and "stock 72   talon 0" in out
+
+
+def test_play_winning_line_prints_won(capsys):
+    code, out, _ = run(capsys, "play", str(WIN_POSITION), str(WIN_MOVES))
+    assert code == 0
+    assert out.strip().endswith("WON")
+
+
+def test_play_illegal_step_exits_1_with_reason(capsys, tmp_path):
+    moves = tmp_path / "m.txt"
+    moves.write_text("A4>A3 deal T>A1\n")
+    code, out, _ = run(capsys, "play", str(WIN_POSITION), str(moves))
+    assert code == 1
+    assert "step 3: 5♣ does not fit on 8♠" in out
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("2S 3S", "2 cards, expected 96"),
+        ("2S QQ", "unknown card token 'QQ'"),
+        ("{bad json", "malformed JSON"),
+    ],
+)
+def test_bad_input_exits_2_with_one_message(capsys, tmp_path, content, message):
+    path = tmp_path / "bad.txt"
+    path.write_text(content)
+    code, out, err = run(capsys, "show", str(path))
+    assert code == 2
+    assert message in err and "Traceback" not in err
+
+
+def test_missing_file_is_bad_input(capsys):
+    code, _, err = run(capsys, "show", "/no/such/file")
+    assert code == 2 and "no such file" in err
+
+
+def test_installed_console_script_shows_no_traceback(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("2S 2S 2S")
+    proc = subprocess.run(
+        [sys.executable, "-m", "service.cli", "show", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: deal: card 2S appears 3 times (at most twice)"

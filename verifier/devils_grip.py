@@ -1,0 +1,679 @@
+"""Devil's Grip: the reference rules engine (``../shared/rules/devils-grip.md``).
+
+This module is the yardstick every prover is checked against, so it is written
+for exactness and clarity, not speed, and imports nothing from any prover.
+
+Deck: two 52-card decks without aces, 96 cards; every card exists twice.
+Canonical order (for numbered deals): copy 1 then copy 2, each as spades,
+hearts, diamonds, clubs, each suit 2..K.
+
+Grid cells are named by row letter and column number: ``A1``..``A8`` is the top
+row, ``B1``..``B8`` the middle row, ``C1``..``C8`` the bottom row. A deal's first
+24 cards fill ``A1, A2, .., A8, B1, .., C8`` in that order.
+
+Move notation (input is case-insensitive; the left form is what we print):
+
+============  ================  ==============================================
+``A3>B5``     ``merge A3 B5``   merge the stack of A3 onto the stack of B5
+``deal``      ``d``             turn the next three stock cards onto the talon
+``T>B5``      ``talon B5``      play the talon top onto the stack of B5
+``A3<>B5``    ``swap A3 B5``    exchange the stacks of A3 and B5
+============  ================  ==============================================
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .cards import Card, parse_card, parse_cards, strip_comments
+from .errors import (
+    DealError,
+    IllegalMoveError,
+    InputError,
+    MoveSyntaxError,
+    PositionError,
+)
+from .shuffle import shuffled
+
+ROWS = "ABC"
+COLUMNS = 8
+CELLS = 24
+GRID_SIZE = 24
+DECK_SIZE = 96
+STOCK_SIZE = DECK_SIZE - GRID_SIZE
+PACKET = 3
+STEP = 3
+MAX_STACK = 4
+BASE_RANKS = (2, 3, 4)
+TOP_RANKS = (11, 12, 13)
+
+Stack = tuple[Card, ...]
+
+
+def canonical_deck() -> list[Card]:
+    """Return the 96 cards in the documented canonical order."""
+    one = [Card(rank, suit) for suit in range(4) for rank in range(2, 14)]
+    return one + one
+
+
+DECK_COUNTS = Counter(canonical_deck())
+
+
+# -- cells ---------------------------------------------------------------------
+def cell_name(index: int) -> str:
+    """Return the name of cell ``index`` (0..23), e.g. 0 -> ``A1``, 23 -> ``C8``."""
+    return f"{ROWS[index // COLUMNS]}{index % COLUMNS + 1}"
+
+
+def parse_cell(token: str) -> int:
+    """Parse a cell name like ``b5`` into its index; raise `MoveSyntaxError`."""
+    text = token.strip().upper()
+    if len(text) == 2 and text[0] in ROWS and text[1] in "12345678":
+        return ROWS.index(text[0]) * COLUMNS + int(text[1]) - 1
+    raise MoveSyntaxError(f"unknown cell {token!r} (cells are A1..A8, B1..B8, C1..C8)")
+
+
+def row_of_base(rank: int) -> int:
+    """Return the row (0 top, 1 middle, 2 bottom) of stacks based at ``rank``."""
+    return (rank - 2) % STEP
+
+
+# -- moves -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Merge:
+    """Move the whole stack of cell ``src`` onto the stack of cell ``dst``."""
+
+    src: int
+    dst: int
+
+
+@dataclass(frozen=True)
+class DealMove:
+    """Turn the next (up to) three stock cards onto the talon as one packet."""
+
+
+@dataclass(frozen=True)
+class TalonPlay:
+    """Play the top talon card onto the stack of cell ``dst``."""
+
+    dst: int
+
+
+@dataclass(frozen=True)
+class Swap:
+    """Exchange the whole stacks of cells ``a`` and ``b``."""
+
+    a: int
+    b: int
+
+
+Move = Merge | DealMove | TalonPlay | Swap
+DEAL = DealMove()
+
+
+def format_move(move: Move) -> str:
+    """Return the canonical notation of ``move``."""
+    match move:
+        case Merge(src, dst):
+            return f"{cell_name(src)}>{cell_name(dst)}"
+        case DealMove():
+            return "deal"
+        case TalonPlay(dst):
+            return f"T>{cell_name(dst)}"
+        case Swap(a, b):
+            return f"{cell_name(a)}<>{cell_name(b)}"
+    raise TypeError(f"not a Devil's Grip move: {move!r}")
+
+
+_SHORT = re.compile(r"^([A-Z0-9]+)(<>|>)([A-Z0-9]+)$")
+
+
+def _parse_short(token: str) -> Move:
+    match = _SHORT.match(token.upper())
+    if not match:
+        raise MoveSyntaxError(
+            f"cannot read move {token!r} (expected A3>B5, deal, T>B5 or A3<>B5)"
+        )
+    left, op, right = match.groups()
+    if op == "<>":
+        return Swap(parse_cell(left), parse_cell(right))
+    if left == "T":
+        return TalonPlay(parse_cell(right))
+    return Merge(parse_cell(left), parse_cell(right))
+
+
+_LONG_ARITY = {"MERGE": 2, "TALON": 1, "SWAP": 2}
+
+
+def parse_moves(text: str) -> list[Move]:
+    """Parse a move list: tokens separated by blanks, commas or newlines.
+
+    Short forms (``A3>B5``, ``deal``, ``T>B5``, ``A3<>B5``) and long forms
+    (``merge A3 B5``, ``d``, ``talon B5``, ``swap A3 B5``) may be mixed;
+    ``#`` starts a comment.
+    """
+    tokens = re.split(r"[\s,;]+", strip_comments(text).strip())
+    tokens = [t for t in tokens if t]
+    moves: list[Move] = []
+    i = 0
+    while i < len(tokens):
+        word = tokens[i].upper()
+        if word in ("DEAL", "D"):
+            moves.append(DEAL)
+            i += 1
+        elif word in _LONG_ARITY:
+            args = tokens[i + 1 : i + 1 + _LONG_ARITY[word]]
+            if len(args) < _LONG_ARITY[word]:
+                raise MoveSyntaxError(f"move {word.lower()!r} needs more cells")
+            cells = [parse_cell(a) for a in args]
+            if word == "MERGE":
+                moves.append(Merge(*cells))
+            elif word == "SWAP":
+                moves.append(Swap(*cells))
+            else:
+                moves.append(TalonPlay(cells[0]))
+            i += 1 + len(args)
+        else:
+            moves.append(_parse_short(tokens[i]))
+            i += 1
+    return moves
+
+
+def format_moves(moves: Iterable[Move]) -> str:
+    """Return a move list in canonical notation, one move per line."""
+    return "\n".join(format_move(m) for m in moves)
+
+
+# -- cards and stacks --------------------------------------------------------------
+def fits(card: Card, onto: Card) -> bool:
+    """Return whether ``card`` may lie directly on ``onto``: same suit, rank + 3."""
+    return card.suit == onto.suit and card.rank == onto.rank + STEP
+
+
+def fit_reason(card: Card, onto: Card) -> str | None:
+    """Return why ``card`` cannot lie on ``onto``, or None when it can."""
+    if onto.rank in TOP_RANKS:
+        return f"nothing goes on {onto.pretty}"
+    if card.rank in BASE_RANKS:
+        return f"{card.pretty} is a base card and goes on nothing"
+    if not fits(card, onto):
+        return f"{card.pretty} does not fit on {onto.pretty}"
+    return None
+
+
+def chain_error(stack: Sequence[Card]) -> str | None:
+    """Return why ``stack`` (bottom to top) is not a valid stack, or None.
+
+    A valid stack is an unbroken run of one chain 2-5-8-J, 3-6-9-Q or 4-7-10-K
+    of one suit. Such a run has at most four cards, so the 4-card cap is
+    implied; it is still checked to give the clearer message.
+    """
+    if len(stack) > MAX_STACK:
+        return f"stack {_cards(stack)} has {len(stack)} cards (at most 4)"
+    for lower, upper in zip(stack, stack[1:], strict=False):
+        if not fits(upper, lower):
+            return f"stack {_cards(stack)} is not a chain: {fit_reason(upper, lower)}"
+    return None
+
+
+def _cards(cards: Iterable[Card]) -> str:
+    return " ".join(c.pretty for c in cards) or "(empty)"
+
+
+# -- positions ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class State:
+    """A Devil's Grip position.
+
+    ``grid``: 24 stacks, cell A1 first, each bottom to top (empty only once the
+    stock is exhausted). ``stock``: top card first. ``talon``: bottom to top.
+    """
+
+    grid: tuple[Stack, ...]
+    stock: tuple[Card, ...]
+    talon: tuple[Card, ...]
+
+    def cards(self) -> Iterable[Card]:
+        """Yield every card of the position."""
+        for stack in self.grid:
+            yield from stack
+        yield from self.stock
+        yield from self.talon
+
+
+def check_counts(cards: Iterable[Card], what: str, error: type[InputError]) -> None:
+    """Raise ``error`` unless ``cards`` are exactly the 96 cards, each twice."""
+    counts = Counter(cards)
+    for card, n in counts.items():
+        if card not in DECK_COUNTS:
+            raise error(f"{what}: {card} is not in the Devil's Grip deck (no aces)")
+        if n > 2:
+            raise error(f"{what}: card {card} appears {n} times (at most twice)")
+    total = sum(counts.values())
+    if total != DECK_SIZE:
+        missing = sorted(str(c) for c in DECK_COUNTS if counts[c] < 2)
+        hint = f"; missing: {' '.join(missing[:12])}" if missing else ""
+        raise error(f"{what} has {total} cards, expected {DECK_SIZE}{hint}")
+
+
+def validate_state(state: State) -> State:
+    """Check a position's card counts, chains and empty cells; return it."""
+    if len(state.grid) != CELLS:
+        raise PositionError(f"position has {len(state.grid)} grid cells, expected 24")
+    check_counts(state.cards(), "position", PositionError)
+    for index, stack in enumerate(state.grid):
+        problem = chain_error(stack)
+        if problem:
+            raise PositionError(f"cell {cell_name(index)}: {problem}")
+        if not stack and state.stock:
+            raise PositionError(
+                f"cell {cell_name(index)} is empty while the stock is not exhausted"
+            )
+    return state
+
+
+def fill_position(
+    cells: dict[int, Stack], stock: Sequence[Card] = (), talon: Sequence[Card] = ()
+) -> State:
+    """Return a position from its interesting parts; complete stacks fill the rest.
+
+    Hand-written positions (tests, edge-case files) name only the cells, stock
+    and talon that matter. Every card not named must then form complete
+    stacks (2-5-8-J, 3-6-9-Q, 4-7-10-K of one suit), and these fill the cells
+    not named, each in its own row where a cell there is free.
+    """
+    named = [c for stack in cells.values() for c in stack] + [*stock, *talon]
+    rest = DECK_COUNTS - Counter(named)
+    overused = Counter(named) - DECK_COUNTS
+    if overused:
+        card, n = next(iter(overused.items()))
+        raise PositionError(
+            f"card {card} appears {n + DECK_COUNTS[card]} times (at most twice)"
+        )
+    stacks: list[Stack] = []
+    for base in sorted(c for c in rest.elements() if c.rank in BASE_RANKS):
+        stack = tuple(Card(base.rank + STEP * i, base.suit) for i in range(MAX_STACK))
+        if any(rest[c] == 0 for c in stack):
+            break
+        rest.subtract(stack)
+        stacks.append(stack)
+    leftover = +rest
+    if leftover:
+        cards = " ".join(str(c) for c in sorted(leftover.elements()))
+        raise PositionError(f"cards not named do not form complete stacks: {cards}")
+    free = [i for i in range(CELLS) if i not in cells]
+    if len(stacks) != len(free):
+        raise PositionError(
+            f"{len(stacks)} complete stacks left for {len(free)} free cells"
+        )
+    grid: list[Stack] = [cells.get(i, ()) for i in range(CELLS)]
+    stacks.sort(key=lambda s: row_of_base(s[0].rank))
+    for want_own_row in (True, False):
+        for stack in list(stacks):
+            for i in free:
+                if not grid[i] and (
+                    not want_own_row or i // COLUMNS == row_of_base(stack[0].rank)
+                ):
+                    grid[i] = stack
+                    stacks.remove(stack)
+                    break
+    return validate_state(State(tuple(grid), tuple(stock), tuple(talon)))
+
+
+# -- deals ---------------------------------------------------------------------------
+Deal = tuple[Card, ...]
+
+
+def validate_deal(cards: Sequence[Card]) -> Deal:
+    """Check a deal's cards (96, each exactly twice); return it as a tuple."""
+    check_counts(cards, "deal", DealError)
+    return tuple(cards)
+
+
+def parse_deal(text: str) -> Deal:
+    """Parse deal text: 96 card tokens in deal order, ``#`` comments allowed.
+
+    A JSON form (a list of tokens, or an object with a ``deal`` list) is
+    accepted too.
+    """
+    stripped = text.strip()
+    if stripped.startswith(("[", "{")):
+        data = _json(stripped)
+        tokens = data.get("deal") if isinstance(data, dict) else data
+        if not isinstance(tokens, list):
+            raise DealError("JSON deal needs a list of card tokens under 'deal'")
+        return deal_from_list(tokens)
+    return validate_deal(parse_cards(text))
+
+
+def deal_from_list(tokens: Sequence[Any]) -> Deal:
+    """Validate a deal given as a list of card tokens."""
+    if not all(isinstance(t, str) for t in tokens):
+        raise DealError("a deal is a list of card tokens (strings)")
+    return validate_deal([parse_card(t) for t in tokens])
+
+
+def numbered_deal(number: int) -> Deal:
+    """Return deal ``number`` (SplitMix64 + Fisher–Yates; see `verifier.shuffle`)."""
+    if not 0 <= number < 2**64:
+        raise DealError(f"deal number {number} out of range (0 .. 2**64 - 1)")
+    return tuple(shuffled(canonical_deck(), number))
+
+
+def format_deal(deal: Sequence[Card]) -> str:
+    """Return canonical deal text: grid rows on three lines, then the stock."""
+    rows = [deal[r * COLUMNS : (r + 1) * COLUMNS] for r in range(3)]
+    stock = deal[GRID_SIZE:]
+    lines = [
+        f"# grid row {ROWS[i]}\n" + " ".join(map(str, row))
+        for i, row in enumerate(rows)
+    ]
+    lines.append("# stock, top first")
+    lines += [" ".join(map(str, stock[i : i + 12])) for i in range(0, len(stock), 12)]
+    return "\n".join(lines) + "\n"
+
+
+def initial_state(deal: Sequence[Card]) -> State:
+    """Return the starting position of ``deal``."""
+    cards = validate_deal(deal)
+    grid = tuple((c,) for c in cards[:GRID_SIZE])
+    return State(grid=grid, stock=cards[GRID_SIZE:], talon=())
+
+
+# -- position JSON -----------------------------------------------------------------
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg} at line {exc.lineno}") from None
+
+
+def _card_list(value: Any, what: str) -> tuple[Card, ...]:
+    if isinstance(value, str):
+        return tuple(parse_cards(value))
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(parse_card(v) for v in value)
+    raise PositionError(f"{what} must be a list of card tokens or a string of them")
+
+
+def parse_position(data: dict[str, Any]) -> State:
+    """Validate a position in its JSON form.
+
+    ``{"grid": [24 stacks, each a list of tokens bottom to top],
+    "stock": [top first], "talon": [bottom to top]}``; a stack or pile may also
+    be one string of blank-separated tokens.
+    """
+    if not isinstance(data, dict):
+        raise PositionError("a position is a JSON object with grid, stock and talon")
+    unknown = set(data) - {"game", "grid", "stock", "talon"}
+    if unknown:
+        raise PositionError(f"unknown position field(s): {', '.join(sorted(unknown))}")
+    grid = data.get("grid")
+    if not isinstance(grid, list):
+        raise PositionError("position needs 'grid': a list of 24 stacks")
+    if len(grid) != CELLS:
+        raise PositionError(f"position has {len(grid)} grid cells, expected 24")
+    stacks = tuple(
+        _card_list(stack, f"cell {cell_name(i)}") for i, stack in enumerate(grid)
+    )
+    stock = _card_list(data.get("stock", []), "stock")
+    talon = _card_list(data.get("talon", []), "talon")
+    return validate_state(State(grid=stacks, stock=stock, talon=talon))
+
+
+def position_to_json(state: State) -> dict[str, Any]:
+    """Return the JSON form of ``state``."""
+    return {
+        "game": "devils-grip",
+        "grid": [[str(c) for c in stack] for stack in state.grid],
+        "stock": [str(c) for c in state.stock],
+        "talon": [str(c) for c in state.talon],
+    }
+
+
+def render(state: State) -> str:
+    """Draw the 3×8 grid (stacks grow downwards), then stock and talon counts."""
+    width = 5
+    out = ["    " + "".join(f"{c:<{width}}" for c in range(1, COLUMNS + 1))]
+    for r, row_name in enumerate(ROWS):
+        stacks = state.grid[r * COLUMNS : (r + 1) * COLUMNS]
+        height = max(1, *(len(s) for s in stacks))
+        for level in range(height):
+            label = f" {row_name}  " if level == 0 else "    "
+            cells = []
+            for stack in stacks:
+                if level < len(stack):
+                    cells.append(stack[level].pretty)
+                else:
+                    cells.append("··" if level == 0 else "")
+            out.append((label + "".join(f"{c:<{width}}" for c in cells)).rstrip())
+    top = state.talon[-1].pretty if state.talon else "-"
+    out.append(f"stock {len(state.stock)}   talon {len(state.talon)} (top {top})")
+    return "\n".join(out)
+
+
+# -- rules -------------------------------------------------------------------------
+def _refill(grid: list[Stack], cell: int, stock: tuple[Card, ...]) -> tuple[Card, ...]:
+    """Fill emptied ``cell`` with the stock top at once, if any; return the stock."""
+    if stock:
+        grid[cell] = (stock[0],)
+        return stock[1:]
+    grid[cell] = ()
+    return stock
+
+
+def _cell_error(state: State, cell: int, role: str) -> str | None:
+    if not 0 <= cell < CELLS:
+        return f"no cell number {cell}"
+    if not state.grid[cell]:
+        return f"{role} cell {cell_name(cell)} is empty"
+    return None
+
+
+def illegal_reason(state: State, move: Move) -> str | None:
+    """Return the exact reason ``move`` is illegal in ``state``, or None."""
+    match move:
+        case Merge(src, dst):
+            if src == dst:
+                return f"cannot merge cell {cell_name(src)} onto itself"
+            problem = _cell_error(state, src, "source") or _cell_error(
+                state, dst, "target"
+            )
+            if problem:
+                return problem
+            return fit_reason(state.grid[src][0], state.grid[dst][-1])
+        case DealMove():
+            if not state.stock:
+                return "the stock is exhausted (one pass only, no redeal)"
+            if any(not stack for stack in state.grid):
+                return "cannot deal while a grid cell is empty"
+            return None
+        case TalonPlay(dst):
+            if not state.talon:
+                return "the talon is empty"
+            if not 0 <= dst < CELLS:
+                return f"no cell number {dst}"
+            card = state.talon[-1]
+            if not state.grid[dst]:
+                return (
+                    f"a talon card never goes into an empty cell "
+                    f"({card.pretty} to {cell_name(dst)})"
+                )
+            return fit_reason(card, state.grid[dst][-1])
+        case Swap(a, b):
+            if not (0 <= a < CELLS and 0 <= b < CELLS):
+                return "no such cell"
+            if a == b:
+                return f"cannot swap cell {cell_name(a)} with itself"
+            return None
+    return f"not a Devil's Grip move: {move!r}"
+
+
+def apply(state: State, move: Move) -> State:
+    """Return the position after ``move``; raise `IllegalMoveError` if illegal."""
+    reason = illegal_reason(state, move)
+    if reason:
+        raise IllegalMoveError(reason)
+    grid = list(state.grid)
+    stock, talon = state.stock, state.talon
+    match move:
+        case Merge(src, dst):
+            grid[dst] = grid[dst] + grid[src]
+            stock = _refill(grid, src, stock)
+        case DealMove():
+            packet = stock[:PACKET]
+            talon, stock = talon + packet, stock[PACKET:]
+        case TalonPlay(dst):
+            grid[dst] = grid[dst] + talon[-1:]
+            talon = talon[:-1]
+        case Swap(a, b):
+            grid[a], grid[b] = grid[b], grid[a]
+    return State(grid=tuple(grid), stock=stock, talon=talon)
+
+
+def legal_moves(state: State, *, swaps: bool = True) -> list[Move]:
+    """Return every legal move: merges, deal, talon plays and (optionally) swaps."""
+    moves: list[Move] = []
+    tops = [(i, s[-1]) for i, s in enumerate(state.grid) if s]
+    for src, stack in enumerate(state.grid):
+        if stack and stack[0].rank not in BASE_RANKS:
+            moves += [
+                Merge(src, dst)
+                for dst, top in tops
+                if dst != src and fits(stack[0], top)
+            ]
+    if state.stock:
+        moves.append(DEAL)
+    if state.talon:
+        card = state.talon[-1]
+        moves += [TalonPlay(dst) for dst, top in tops if fits(card, top)]
+    if swaps:
+        moves += [Swap(a, b) for a in range(CELLS) for b in range(a + 1, CELLS)]
+    return moves
+
+
+def is_complete(state: State) -> bool:
+    """Return whether all 96 cards stand in 24 full stacks (rows maybe unsorted)."""
+    return not state.stock and not state.talon and all(len(s) == 4 for s in state.grid)
+
+
+def rows_sorted(state: State) -> bool:
+    """Return whether every stack stands in the row of its base card."""
+    return all(
+        stack and row_of_base(stack[0].rank) == index // COLUMNS
+        for index, stack in enumerate(state.grid)
+    )
+
+
+def is_won(state: State) -> bool:
+    """Return whether ``state`` is won: complete, each stack in its row."""
+    return is_complete(state) and rows_sorted(state)
+
+
+def can_bring_card_into_play(state: State) -> bool:
+    """Return whether a deal or a talon play is possible.
+
+    While the stock lasts no cell is empty, so a deal is always possible. Once
+    it is exhausted, merges and swaps only move cards already in play.
+    """
+    if state.stock:
+        return True
+    if not state.talon:
+        return False
+    card = state.talon[-1]
+    return any(s and fits(card, s[-1]) for s in state.grid)
+
+
+def is_stuck(state: State) -> bool:
+    """Return whether the attempt is over: no card can be brought into play."""
+    return not can_bring_card_into_play(state)
+
+
+def score(state: State) -> int:
+    """Return the number of cards in the talon (the score once stuck; 0 is a win)."""
+    return len(state.talon)
+
+
+def finishing_moves(state: State) -> list[Move]:
+    """Return the swaps that put every stack of a complete position in its row.
+
+    Each misplaced cell swaps with a later cell holding a stack of its row,
+    preferring one whose own stack then lands in its row too, so that a
+    two-way mix-up costs one swap; at most 23 swaps.
+    """
+    if not is_complete(state):
+        return []
+    rows = [row_of_base(s[0].rank) for s in state.grid]
+    moves: list[Move] = []
+    for i in range(CELLS):
+        want = i // COLUMNS
+        if rows[i] == want:
+            continue
+        later = [j for j in range(i + 1, CELLS) if rows[j] == want]
+        j = next((j for j in later if j // COLUMNS == rows[i]), later[0])
+        rows[i], rows[j] = rows[j], rows[i]
+        moves.append(Swap(i, j))
+    return moves
+
+
+def describe_move(state: State, move: Move) -> str:
+    """Say in words what a legal ``move`` does, e.g. ``merge 5♠ onto 2♠, refill Q♦``."""
+    match move:
+        case Merge(src, dst):
+            stack, onto = state.grid[src], state.grid[dst][-1]
+            where = f"({cell_name(src)}) onto {onto.pretty} ({cell_name(dst)})"
+            text = f"merge {_cards(stack)} {where}"
+            refill = (
+                f"refill {state.stock[0].pretty}" if state.stock else "cell stays empty"
+            )
+            return f"{text}, {refill}"
+        case DealMove():
+            return f"deal {_cards(state.stock[:PACKET])} onto the talon"
+        case TalonPlay(dst):
+            onto = state.grid[dst][-1].pretty
+            return f"talon {state.talon[-1].pretty} onto {onto} ({cell_name(dst)})"
+        case Swap(a, b):
+            return f"swap {cell_name(a)} and {cell_name(b)}"
+    return format_move(move)
+
+
+class DevilsGrip:
+    """The `verifier.game.Game` implementation for Devil's Grip."""
+
+    name = "devils-grip"
+    title = "Devil's Grip"
+    deal_size = DECK_SIZE
+    has_score = True
+    summary = (
+        "96 cards (two decks without aces) dealt 3x8; build 2-5-8-J, 3-6-9-Q and "
+        "4-7-10-K in suit by merging whole stacks; emptied cells refill from the "
+        "stock; deal three at a time to a talon, one pass; score = cards left in "
+        "the talon."
+    )
+
+    parse_deal = staticmethod(parse_deal)
+    deal_from_list = staticmethod(deal_from_list)
+    numbered_deal = staticmethod(numbered_deal)
+    format_deal = staticmethod(format_deal)
+    parse_position = staticmethod(parse_position)
+    position_to_json = staticmethod(position_to_json)
+    render = staticmethod(render)
+    parse_moves = staticmethod(parse_moves)
+    format_move = staticmethod(format_move)
+    describe_move = staticmethod(describe_move)
+    initial_state = staticmethod(initial_state)
+    legal_moves = staticmethod(legal_moves)
+    illegal_reason = staticmethod(illegal_reason)
+    apply = staticmethod(apply)
+    is_won = staticmethod(is_won)
+    is_stuck = staticmethod(is_stuck)
+    score = staticmethod(score)
+    finishing_moves = staticmethod(finishing_moves)
+
+
+GAME = DevilsGrip()

@@ -1,0 +1,69 @@
+"""One exception hierarchy for bad input and misuse.
+
+Solver outcomes are never exceptions: they are statuses on result objects
+(`verifier.results`). Exceptions here mean "the input is wrong" and carry a
+short machine-readable `code` that the API maps to ``{"error": {"code",
+"message"}}`` with a 4xx status, and the CLI to exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class PatienceError(Exception):
+    """Base of every error this project raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class InputError(PatienceError):
+    """The user's input is malformed: a deal, position, move or request."""
+
+    code = "bad_input"
+
+
+class CardError(InputError):
+    """A token is not a card of the game's deck."""
+
+    code = "bad_card"
+
+
+class DealError(InputError):
+    """A deal has the wrong cards or the wrong number of them."""
+
+    code = "bad_deal"
+
+
+class PositionError(InputError):
+    """A position is inconsistent (card counts, chains, empty cells)."""
+
+    code = "bad_position"
+
+
+class MoveSyntaxError(InputError):
+    """A move's text does not parse."""
+
+    code = "bad_move"
+
+
+class IllegalMoveError(InputError):
+    """A well-formed move is not legal in the position it is applied to."""
+
+    code = "illegal_move"
+
+
+class UnknownGameError(InputError):
+    """The game name is not in the registry."""
+
+    code = "unknown_game"
+
+
+class UnsupportedError(InputError):
+    """The request is well formed, but this engine or game cannot answer it."""
+
+    code = "unsupported"

@@ -1,0 +1,100 @@
+"""Reading a starting point — a deal or a position — in any accepted form.
+
+A *start* is what a prover or a replay begins from. It may be given as
+
+- deal text: card tokens in deal order, ``#`` comments allowed;
+- a deal in JSON: a list of tokens, or ``{"game": ..., "deal": [...]}``;
+- a position in JSON: ``{"game": ..., "grid": ..., ...}`` (the game's own fields);
+- a numbered deal: ``{"game": ..., "number": N}`` or the text ``number N``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InputError
+from .game import Game
+from .registry import get_game
+
+MAX_INPUT_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Start:
+    """A validated starting point: the game, the state, and where it came from."""
+
+    game: Game
+    state: Any
+    kind: str  # "deal", "position" or "number"
+    deal: tuple[Any, ...] | None = None
+    number: int | None = None
+
+    def describe(self) -> str:
+        """Return a short label, e.g. ``devils-grip deal #17``."""
+        if self.number is not None:
+            return f"{self.game.name} deal #{self.number}"
+        return f"{self.game.name} {self.kind}"
+
+
+def start_from_deal(
+    game: Game, deal: tuple[Any, ...], number: int | None = None
+) -> Start:
+    """Return the start of ``deal``."""
+    kind = "number" if number is not None else "deal"
+    return Start(game, game.initial_state(deal), kind, deal=deal, number=number)
+
+
+def start_from_number(game: Game, number: Any) -> Start:
+    """Return numbered deal ``number`` of ``game``."""
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise InputError(f"deal number must be an integer, not {number!r}")
+    return start_from_deal(game, game.numbered_deal(number), number)
+
+
+def start_from_json(data: Any, game_name: str | None = None) -> Start:
+    """Read a start from decoded JSON (deal list, deal object, number or position)."""
+    if isinstance(data, list):
+        game = get_game(game_name)
+        return start_from_deal(game, game.deal_from_list(data))
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object or a list of card tokens")
+    game = get_game(data.get("game", game_name))
+    if "number" in data:
+        return start_from_number(game, data["number"])
+    if "deal" in data:
+        deal = data["deal"]
+        if isinstance(deal, str):
+            return start_from_deal(game, game.parse_deal(deal))
+        if not isinstance(deal, list):
+            raise InputError("'deal' must be deal text or a list of card tokens")
+        return start_from_deal(game, game.deal_from_list(deal))
+    position = data.get("position", data)
+    return Start(game, game.parse_position(position), "position")
+
+
+_NUMBER = re.compile(r"^\s*number\s+(\d+)\s*$", re.IGNORECASE)
+
+
+def read_start(text: str, game_name: str | None = None) -> Start:
+    """Read a start from file text in any accepted form."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+        raise InputError(f"input larger than {MAX_INPUT_BYTES} bytes")
+    stripped = text.strip()
+    if not stripped:
+        raise InputError("empty input: expected a deal or a position")
+    if stripped[0] in "[{":
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"malformed JSON: {exc.msg} at line {exc.lineno}"
+            ) from None
+        return start_from_json(data, game_name)
+    game = get_game(game_name)
+    match = _NUMBER.match(stripped)
+    if match:
+        return start_from_number(game, int(match.group(1)))
+    return start_from_deal(game, game.parse_deal(text))

@@ -1,0 +1,23 @@
+"""The one list of games. A new game is a module plus one line here."""
+
+from __future__ import annotations
+
+from . import devils_grip
+from .errors import UnknownGameError
+from .game import Game
+
+GAMES: dict[str, Game] = {
+    devils_grip.GAME.name: devils_grip.GAME,
+}
+
+DEFAULT_GAME = devils_grip.GAME.name
+
+
+def get_game(name: str | None) -> Game:
+    """Return the game registered as ``name`` (default Devil's Grip)."""
+    key = (name or DEFAULT_GAME).strip().lower()
+    try:
+        return GAMES[key]
+    except KeyError:
+        known = ", ".join(sorted(GAMES))
+        raise UnknownGameError(f"unknown game {name!r} (known: {known})") from None

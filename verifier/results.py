@@ -1,0 +1,111 @@
+"""Typed prover results: proven and unproven answers are never confused.
+
+Every prover (search, SAT, SMT) returns a `ProofResult`. Lines are stored in the
+game's canonical move notation so that results cross process boundaries (the
+portfolio, Celery) as plain JSON, and `check_result` replays them with the
+reference engine before anyone reports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .game import Game
+from .replay import replay
+
+
+class Status(StrEnum):
+    """What a prover found out about a deal or position."""
+
+    WON = "won"  # a winning line exists (and is attached)
+    LOST = "lost"  # no winning line exists (proven when `proven`)
+    UNKNOWN = "unknown"  # a budget ran out before the question was settled
+
+
+class Question(StrEnum):
+    """What was asked: only whether it can be won, or also the best score."""
+
+    VERDICT = "verdict"
+    SCORE = "score"
+
+
+@dataclass(frozen=True)
+class ProofResult:
+    """A prover's answer.
+
+    - ``status``/``proven``: the verdict, and whether it is proven. ``WON`` is
+      always proven (the line is the proof); ``UNKNOWN`` never is.
+    - ``best_score``: the best score of any line found (0 for a win), and
+      ``score_proven`` whether no line does better (the optimum is proven).
+    - ``lower_bound``: a proven lower bound on the best score, where known.
+    - ``line``: canonical notation of a line that reaches ``best_score``.
+    - ``method``: how the verdict (and score) was proven, in words.
+    """
+
+    status: Status
+    proven: bool
+    engine: str
+    question: Question = Question.VERDICT
+    best_score: int | None = None
+    score_proven: bool = False
+    lower_bound: int | None = None
+    line: tuple[str, ...] = ()
+    method: str = ""
+    elapsed: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status is Status.WON and not (self.proven and self.best_score == 0):
+            raise ValueError("a win is proven by its line and scores 0")
+        if self.status is Status.UNKNOWN and self.proven:
+            raise ValueError("an unknown result cannot be proven")
+        if self.score_proven and (self.best_score is None or not self.proven):
+            raise ValueError("a proven best score needs a proven verdict and a score")
+        if self.status is Status.LOST and self.best_score == 0:
+            raise ValueError("a lost deal cannot score 0")
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["question"] = self.question.value
+        data["line"] = list(self.line)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProofResult:
+        """Rebuild a result from `to_json` output."""
+        fields = dict(data)
+        fields["status"] = Status(fields["status"])
+        fields["question"] = Question(fields.get("question", "verdict"))
+        fields["line"] = tuple(fields.get("line", ()))
+        return cls(**fields)
+
+
+class ResultCheckError(AssertionError):
+    """A prover returned a line that the reference engine does not confirm."""
+
+
+def check_result(game: Game, start: Any, result: ProofResult) -> ProofResult:
+    """Replay ``result.line`` from ``start``; raise `ResultCheckError` if it lies.
+
+    A ``WON`` line must end won; a line reported with a best score must end
+    stuck with exactly that score. Returns ``result`` unchanged when it checks.
+    """
+    if result.status is Status.UNKNOWN and not result.line:
+        return result
+    moves = game.parse_moves("\n".join(result.line))
+    outcome = replay(game, start, moves)
+    if outcome.error:
+        raise ResultCheckError(f"{result.engine}: line fails at {outcome.error}")
+    if result.status is Status.WON and not outcome.won:
+        raise ResultCheckError(f"{result.engine}: 'won' line does not end won")
+    if result.best_score is not None and result.status is not Status.WON:
+        if not outcome.stuck or outcome.score != result.best_score:
+            raise ResultCheckError(
+                f"{result.engine}: line ends with {outcome.verdict()}, "
+                f"reported best score {result.best_score}"
+            )
+    return result
