@@ -48,3 +48,26 @@ def shuffled(items: Sequence[T], seed: int) -> list[T]:
         j = next(rng) % (i + 1)
         out[i], out[j] = out[j], out[i]
     return out
+
+
+class Rng:
+    """A small deterministic generator over SplitMix64 (never Python's `random`).
+
+    Used wherever the project promises "same seed, same output forever", e.g.
+    constructed deals.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self._stream = splitmix64(seed)
+
+    def below(self, n: int) -> int:
+        """Return an integer in ``0 .. n - 1``."""
+        return next(self._stream) % n
+
+    def random(self) -> float:
+        """Return a float in [0, 1) with 53 random bits."""
+        return (next(self._stream) >> 11) / float(1 << 53)
+
+    def choice(self, items: Sequence[T]) -> T:
+        """Return one element of a non-empty sequence."""
+        return items[self.below(len(items))]
