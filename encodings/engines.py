@@ -1,0 +1,195 @@
+"""The one registry of provers, and the runner that enforces real time limits.
+
+A prover is a plain function ``prove(state, *, question, time_limit) ->
+ProofResult`` for one game. ``time_limit`` is advisory (a search can stop and
+return its best line so far); the runner makes it real by running provers in
+child processes and killing them at the limit, because CaDiCaL cannot be
+interrupted through pysat.
+
+``auto`` runs every prover registered for the game as a portfolio, one process
+each, and returns the first answer that settles the question; the others are
+killed. Every line is replayed by the reference engine (`check_result`) before
+it leaves this module.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import replace
+from typing import Any, Protocol
+
+import billiard
+from billiard.connection import wait
+
+from verifier.errors import UnsupportedError
+from verifier.formats import Start
+from verifier.results import ProofResult, Question, Status, check_result
+
+
+class Prover(Protocol):
+    """A prover for one game."""
+
+    def __call__(
+        self, state: Any, *, question: Question, time_limit: float | None
+    ) -> ProofResult: ...
+
+
+#: engine name -> game name -> prover. The CLI and API read their choices here.
+PROVERS: dict[str, dict[str, Prover]] = {}
+
+AUTO = "auto"
+ENGINES = (AUTO, *PROVERS)
+#: Seconds of headroom a cooperative prover gets before it is killed.
+GRACE = 0.25
+
+
+def engines_for(game_name: str) -> list[str]:
+    """Return the engines that can prove positions of ``game_name``."""
+    return [name for name, games in PROVERS.items() if game_name in games]
+
+
+def settles(result: ProofResult, question: Question) -> bool:
+    """Return whether ``result`` answers ``question`` with a proof."""
+    if result.status is Status.WON:
+        return True
+    if question is Question.SCORE:
+        return result.score_proven
+    return result.proven
+
+
+def _select(game_name: str, engine: str) -> dict[str, Prover]:
+    available = engines_for(game_name)
+    if engine == AUTO:
+        if not available:
+            raise UnsupportedError(f"no prover for {game_name}")
+        return {name: PROVERS[name][game_name] for name in available}
+    if engine not in PROVERS:
+        raise UnsupportedError(
+            f"unknown engine {engine!r} (known: {', '.join(ENGINES)})"
+        )
+    if game_name not in PROVERS[engine]:
+        raise UnsupportedError(
+            f"engine {engine!r} does not support {game_name} "
+            f"(available: {', '.join(available) or 'none'})"
+        )
+    return {engine: PROVERS[engine][game_name]}
+
+
+def solve(
+    start: Start,
+    *,
+    question: Question = Question.VERDICT,
+    engine: str = AUTO,
+    time_limit: float = 10.0,
+    isolate: bool = True,
+) -> ProofResult:
+    """Answer ``question`` about ``start`` with ``engine``; replay before returning.
+
+    With ``isolate`` (the default) each prover runs in a child process that is
+    killed at ``time_limit``; without it the single prover runs in this process
+    (for profiling; its limit is then only advisory).
+    """
+    provers = _select(start.game.name, engine)
+    began = time.monotonic()
+    if not isolate and len(provers) == 1:
+        (prover,) = provers.values()
+        result = _run_here(prover, start.state, question, time_limit)
+    else:
+        result = _portfolio(provers, start.state, question, time_limit)
+    result = replace(result, elapsed=round(time.monotonic() - began, 4))
+    return check_result(start.game, start.state, result)
+
+
+def _run_here(
+    prover: Prover, state: Any, question: Question, time_limit: float | None
+) -> ProofResult:
+    return prover(state, question=question, time_limit=time_limit)
+
+
+def _child(prover: Prover, state: Any, question: Question, limit: float, conn) -> None:
+    """Run one prover and send its result (as JSON-ready data) to the parent."""
+    try:
+        result = prover(state, question=question, time_limit=limit)
+        conn.send(("ok", result.to_json()))
+    except BaseException:  # report everything, the parent decides
+        conn.send(("error", traceback.format_exc(limit=8)))
+    finally:
+        conn.close()
+
+
+def _portfolio(
+    provers: dict[str, Prover], state: Any, question: Question, time_limit: float
+) -> ProofResult:
+    """Run provers in parallel processes; return the first settling answer."""
+    ctx = billiard.get_context("fork")
+    deadline = time.monotonic() + time_limit
+    soft = max(0.05, time_limit - GRACE)
+    running: dict[Any, tuple[str, Any]] = {}
+    for name, prover in provers.items():
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=(prover, state, question, soft, child))
+        proc.daemon = True
+        proc.start()
+        child.close()
+        running[parent] = (name, proc)
+    answers: list[ProofResult] = []
+    errors: list[str] = []
+    try:
+        while running:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            for conn in wait(list(running), timeout=remaining):
+                name, proc = running.pop(conn)
+                kind, payload = _receive(conn)
+                proc.join(timeout=1)
+                if kind == "error":
+                    errors.append(f"{name}: {payload.strip().splitlines()[-1]}")
+                    continue
+                result = ProofResult.from_json(payload)
+                if settles(result, question):
+                    return result
+                answers.append(result)
+    finally:
+        for _, proc in running.values():
+            proc.terminate()
+            proc.join(timeout=1)
+            if proc.is_alive():
+                proc.kill()
+    return _best_unsettled(answers, errors, list(provers), time_limit, question)
+
+
+def _receive(conn) -> tuple[str, Any]:
+    try:
+        return conn.recv()
+    except EOFError:
+        return "error", "the prover process died without an answer"
+
+
+def _best_unsettled(
+    answers: list[ProofResult],
+    errors: list[str],
+    names: list[str],
+    time_limit: float,
+    question: Question,
+) -> ProofResult:
+    """Merge unsettled answers: keep a proven verdict, and the best line found."""
+    proven = [a for a in answers if a.proven]
+    if proven:
+        return min(proven, key=lambda a: (a.best_score is None, a.best_score or 0))
+    with_line = [a for a in answers if a.best_score is not None]
+    best = min(with_line, key=lambda a: a.best_score) if with_line else None
+    stats: dict[str, Any] = {"time_limit": time_limit}
+    if errors:
+        stats["errors"] = errors
+    return ProofResult(
+        status=Status.UNKNOWN,
+        proven=False,
+        engine="+".join(names),
+        question=question,
+        best_score=best.best_score if best else None,
+        line=best.line if best else (),
+        method=f"no proof within {time_limit:g} s",
+        stats=stats,
+    )
