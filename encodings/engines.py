@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import billiard
 from billiard.connection import wait
 
-from verifier.errors import UnsupportedError
+from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start
 from verifier.results import ProofResult, Question, Status, check_result
 
@@ -39,6 +39,8 @@ class Prover(Protocol):
 PROVERS: dict[str, dict[str, Prover]] = {}
 
 AUTO = "auto"
+#: The longest time limit a caller may ask for, in seconds.
+MAX_TIME_LIMIT = 3600.0
 ENGINES = (AUTO, *PROVERS)
 #: Seconds of headroom a cooperative prover gets before it is killed.
 GRACE = 0.25
@@ -90,6 +92,11 @@ def solve(
     killed at ``time_limit``; without it the single prover runs in this process
     (for profiling; its limit is then only advisory).
     """
+    if not 0 < time_limit <= MAX_TIME_LIMIT:
+        raise InputError(
+            f"time limit {time_limit:g} s out of range "
+            f"(0 < limit <= {MAX_TIME_LIMIT:g})"
+        )
     provers = _select(start.game.name, engine)
     began = time.monotonic()
     if not isolate and len(provers) == 1:

@@ -97,6 +97,39 @@ def cmd_play(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_NO
 
 
+def cmd_solve(args: argparse.Namespace) -> int:
+    """Prove a deal or position: verdict, or best score with ``--score``."""
+    from patience_encodings import engines
+    from verifier.results import Question
+
+    start = load_start(args)
+    question = Question.SCORE if args.score else Question.VERDICT
+    result = engines.solve(
+        start, question=question, engine=args.engine, time_limit=args.time_limit
+    )
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(format_result(start, result))
+    return EXIT_OK
+
+
+def format_result(start: Start, result) -> str:
+    """Return a proof result as a few human-readable lines."""
+    status = result.status.value.upper()
+    proof = "proven" if result.proven else "not proven"
+    lines = [f"{start.describe()}: {status} ({proof}; engine {result.engine})"]
+    if result.method:
+        lines.append(f"how: {result.method}")
+    if result.best_score is not None and result.status.value != "won":
+        bound = "proven optimal" if result.score_proven else "best found, not proven"
+        lines.append(f"best score: {result.best_score} ({bound})")
+    lines.append(f"time: {result.elapsed:.3f} s")
+    if result.line:
+        lines.append("line: " + " ".join(result.line))
+    return "\n".join(lines)
+
+
 # -- parser ------------------------------------------------------------------------
 def _add_game(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -136,6 +169,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("moves", help="moves file")
     p.add_argument("--json", action="store_true", help="also print a JSON summary")
     p.set_defaults(func=cmd_play)
+
+    p = sub.add_parser("solve", help="prove a deal or position won or lost")
+    _add_start(p)
+    p.add_argument("--score", action="store_true", help="also prove the best score")
+    p.add_argument(
+        "--engine", default="auto", help="auto (portfolio), search, sat, ..."
+    )
+    p.add_argument(
+        "--time-limit", type=float, default=10.0, help="seconds (default 10)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_solve)
 
     return parser
 
