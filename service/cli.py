@@ -130,6 +130,63 @@ def format_result(start: Start, result) -> str:
     return "\n".join(lines)
 
 
+def cmd_verify_cases(args: argparse.Namespace) -> int:
+    """Check edge-case files; exit 1 when any case fails."""
+    from patience_encodings.cases import load_cases, run_cases
+
+    cases = [
+        case for path in args.files for case in load_cases(read_text(path), source=path)
+    ]
+    failed = 0
+    bar = Progress(len(cases), enabled=not args.json and sys.stderr.isatty())
+    for result in run_cases(cases, engine=args.engine):
+        failed += not result.passed
+        bar.advance()
+        if args.json:
+            print(json.dumps(result.to_json()), flush=True)
+        else:
+            bar.clear()
+            print(format_case(result), flush=True)
+    bar.clear()
+    if not args.json:
+        print(f"{len(cases) - failed} passed, {failed} failed")
+    return EXIT_NO if failed else EXIT_OK
+
+
+def format_case(result) -> str:
+    """Return one case result as a line plus its evidence."""
+    mark = "PASS" if result.passed else "FAIL"
+    text = f"{mark} {result.id}: {result.claim}"
+    evidence = result.evidence
+    detail = evidence.get("reason") or evidence.get("method") or ""
+    if "status" in evidence:
+        score = evidence.get("best_score")
+        detail = f"{evidence['status']}, best score {score}; {detail}"
+    if not result.passed and evidence.get("line"):
+        detail += "; line: " + " ".join(evidence["line"])
+    return f"{text} -- {detail}" if detail else text
+
+
+class Progress:
+    """A one-line progress bar on standard error (only on a terminal)."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, 0, enabled
+
+    def advance(self) -> None:
+        """Count one more item and redraw."""
+        self.done += 1
+        if self.enabled:
+            filled = 30 * self.done // max(1, self.total)
+            bar = "#" * filled + "." * (30 - filled)
+            print(f"\r[{bar}] {self.done}/{self.total}", end="", file=sys.stderr)
+
+    def clear(self) -> None:
+        """Erase the bar so that a normal line can be printed."""
+        if self.enabled:
+            print("\r" + " " * 50 + "\r", end="", file=sys.stderr)
+
+
 # -- parser ------------------------------------------------------------------------
 def _add_game(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -181,6 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("verify-cases", help="check rule edge-case files")
+    p.add_argument("files", nargs="+", help="case files (YAML or JSON Lines)")
+    p.add_argument("--engine", default=None, help="prover for verdict claims")
+    p.add_argument("--json", action="store_true", help="one JSON line per case")
+    p.set_defaults(func=cmd_verify_cases)
 
     return parser
 

@@ -426,6 +426,52 @@ def parse_position(data: dict[str, Any]) -> State:
     return validate_state(State(grid=stacks, stock=stock, talon=talon))
 
 
+_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*:(.*)$")
+
+
+def parse_position_text(text: str) -> State:
+    """Parse the compact, hand-writable position form.
+
+    One ``key: cards`` line each: a cell (``A1``..``C8``, bottom to top; ``-``
+    or nothing for an empty cell), ``stock`` (top first) and ``talon`` (bottom
+    to top). Cells not named hold complete stacks made of the cards not named
+    (see `fill_position`), so a late-game position takes a few lines::
+
+        A1: 2S 5S
+        A2: 5H 8H JH
+        talon: JS 8S 2H
+    """
+    cells: dict[int, Stack] = {}
+    piles: dict[str, tuple[Card, ...]] = {"stock": (), "talon": ()}
+    for raw in strip_comments(text).splitlines():
+        if not raw.strip():
+            continue
+        match = _LINE.match(raw)
+        if not match:
+            raise PositionError(f"cannot read position line {raw.strip()!r}")
+        key, value = match.group(1).lower(), match.group(2).strip()
+        cards = () if value in ("", "-") else tuple(parse_cards(value))
+        if key in piles:
+            piles[key] = cards
+            continue
+        index = parse_cell(key)
+        if index in cells:
+            raise PositionError(f"cell {cell_name(index)} is named twice")
+        cells[index] = cards
+    return fill_position(cells, piles["stock"], piles["talon"])
+
+
+def format_position_text(state: State) -> str:
+    """Return the full text form of ``state`` (every cell named)."""
+    lines = [
+        f"{cell_name(i)}: {' '.join(map(str, stack)) or '-'}"
+        for i, stack in enumerate(state.grid)
+    ]
+    lines.append(f"stock: {' '.join(map(str, state.stock))}".rstrip())
+    lines.append(f"talon: {' '.join(map(str, state.talon))}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
 def position_to_json(state: State) -> dict[str, Any]:
     """Return the JSON form of ``state``."""
     return {
@@ -661,6 +707,7 @@ class DevilsGrip:
     numbered_deal = staticmethod(numbered_deal)
     format_deal = staticmethod(format_deal)
     parse_position = staticmethod(parse_position)
+    parse_position_text = staticmethod(parse_position_text)
     position_to_json = staticmethod(position_to_json)
     render = staticmethod(render)
     parse_moves = staticmethod(parse_moves)

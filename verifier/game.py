@@ -39,6 +39,9 @@ class Game(Protocol):
     def parse_position(self, data: dict[str, Any]) -> Any:
         """Validate a position given in its JSON form."""
 
+    def parse_position_text(self, text: str) -> Any:
+        """Parse the game's compact, hand-writable position text."""
+
     def position_to_json(self, state: Any) -> dict[str, Any]:
         """Return the JSON form of a position."""
 

@@ -1,0 +1,274 @@
+"""Batch verification of rule edge cases: small positions with a claim.
+
+A case file is YAML (a list of cases, or a mapping with ``game`` and ``cases``)
+or JSON Lines (one case object per line). A case names a position and exactly
+one claim:
+
+=====================  ==========================================================
+``legal: MOVE``        the move is legal in the position
+``illegal: MOVE``      it is illegal; optional ``reason:`` must occur in the
+                       engine's reason (case-insensitive)
+``winnable: true``     some line wins (a prover finds it; the line is replayed)
+``dead: true``         no line wins (a prover proves it)
+``best_score: N``      perfect play leaves exactly N cards (proven optimal)
+``after: MOVES``       the moves are legal and lead to the ``expect:`` position
+=====================  ==========================================================
+
+The position is ``position:`` in the game's compact text form (or its JSON
+form), or ``deal:`` (deal text, or ``number N``). Optional per case: ``id``,
+``game``, ``rule`` (the clause of the rule card it checks), ``engine`` and
+``time_limit``. Legality and ``after`` are judged by the reference engine alone;
+``winnable``, ``dead`` and ``best_score`` by the provers, with their evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from verifier.errors import InputError, PatienceError
+from verifier.formats import Start, read_start, start_from_json
+from verifier.game import Game
+from verifier.registry import get_game
+from verifier.replay import replay
+from verifier.results import ProofResult, Question, Status
+
+from . import engines
+
+CLAIMS = ("legal", "illegal", "winnable", "dead", "best_score", "after")
+OPTIONAL = ("id", "game", "rule", "reason", "expect", "engine", "time_limit")
+DEFAULT_TIME_LIMIT = 10.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """One parsed, validated case."""
+
+    id: str
+    start: Start
+    claim: str
+    value: Any
+    rule: str = ""
+    reason: str = ""
+    expect: Any = None
+    engine: str = engines.AUTO
+    time_limit: float = DEFAULT_TIME_LIMIT
+
+    def describe(self) -> str:
+        """Return the claim in the case-file notation, e.g. ``illegal: T>A2``."""
+        if self.claim in ("winnable", "dead"):
+            return self.claim
+        return f"{self.claim}: {self.value}"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """The verdict on one case and the evidence behind it."""
+
+    id: str
+    claim: str
+    passed: bool
+    evidence: dict[str, Any] = field(default_factory=dict)
+    rule: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "id": self.id,
+            "claim": self.claim,
+            "passed": self.passed,
+            "rule": self.rule,
+            "evidence": self.evidence,
+        }
+
+
+# -- reading --------------------------------------------------------------------
+def load_cases(text: str, *, source: str = "cases") -> list[Case]:
+    """Parse a case file (YAML or JSON Lines); raise `InputError` naming the case."""
+    raw, default_game = _raw_cases(text, source)
+    cases = [_case(item, i, default_game, source) for i, item in enumerate(raw, 1)]
+    seen: set[str] = set()
+    for case in cases:
+        if case.id in seen:
+            raise InputError(f"{source}: case id {case.id!r} is used twice")
+        seen.add(case.id)
+    return cases
+
+
+def _raw_cases(text: str, source: str) -> tuple[list[Any], str | None]:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if lines and all(ln.lstrip().startswith("{") for ln in lines):
+        try:
+            return [json.loads(ln) for ln in lines], None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{source}: malformed JSON line: {exc.msg}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source}: malformed YAML: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("cases"), list):
+        return data["cases"], data.get("game")
+    if isinstance(data, list):
+        return data, None
+    raise InputError(f"{source}: expected a list of cases or a mapping with 'cases'")
+
+
+def _case(item: Any, index: int, default_game: str | None, source: str) -> Case:
+    if not isinstance(item, dict):
+        raise InputError(f"{source}: case {index} is not a mapping")
+    ident = str(item.get("id", f"case-{index}"))
+    where = f"{source}: case {ident!r}"
+    claims = [k for k in CLAIMS if k in item]
+    unknown = set(item) - set(CLAIMS) - set(OPTIONAL) - {"position", "deal"}
+    if unknown:
+        raise InputError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    if len(claims) != 1:
+        raise InputError(f"{where}: needs exactly one claim of {', '.join(CLAIMS)}")
+    claim = claims[0]
+    try:
+        start = _start(item, item.get("game", default_game))
+        value = _claim_value(start.game, claim, item[claim])
+        expect = _expect(start, item) if claim == "after" else None
+    except PatienceError as exc:
+        raise InputError(f"{where}: {exc.message}") from None
+    return Case(
+        id=ident,
+        start=start,
+        claim=claim,
+        value=value,
+        rule=str(item.get("rule", "")),
+        reason=str(item.get("reason", "")),
+        expect=expect,
+        engine=str(item.get("engine", engines.AUTO)),
+        time_limit=float(item.get("time_limit", DEFAULT_TIME_LIMIT)),
+    )
+
+
+def _start(item: dict[str, Any], game_name: str | None) -> Start:
+    game = get_game(game_name)
+    if "position" in item and "deal" in item:
+        raise InputError("give either 'position' or 'deal', not both")
+    if "deal" in item:
+        return read_start(str(item["deal"]), game.name)
+    position = item.get("position")
+    if isinstance(position, dict):
+        return start_from_json(position | {"game": game.name})
+    if isinstance(position, str):
+        return Start(game, game.parse_position_text(position), "position")
+    raise InputError("needs a 'position' (text or mapping) or a 'deal'")
+
+
+def _claim_value(game: Game, claim: str, value: Any) -> Any:
+    if claim in ("legal", "illegal", "after"):
+        text = str(value)
+        moves = game.parse_moves(text)  # a move that does not parse is a bad case
+        if claim != "after" and len(moves) != 1:
+            raise InputError(f"'{claim}' takes exactly one move, not {text!r}")
+        return text
+    if claim == "best_score":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InputError(f"best_score must be a whole number >= 0, not {value!r}")
+        return value
+    if value is not True and value is not None:
+        raise InputError(f"'{claim}' takes no value (write '{claim}: true')")
+    return True
+
+
+def _expect(start: Start, item: dict[str, Any]) -> Any:
+    if "expect" not in item:
+        raise InputError("an 'after' claim needs an 'expect' position")
+    expect = item["expect"]
+    if isinstance(expect, dict):
+        return start.game.parse_position(expect | {"game": start.game.name})
+    return start.game.parse_position_text(str(expect))
+
+
+# -- running --------------------------------------------------------------------
+def run_case(case: Case, *, engine: str | None = None) -> CaseResult:
+    """Check one case: the reference engine for moves, the provers for verdicts."""
+    check = _CHECKS[case.claim]
+    passed, evidence = check(case, engine or case.engine)
+    return CaseResult(case.id, case.describe(), passed, evidence, case.rule)
+
+
+def run_cases(
+    cases: Iterable[Case], *, engine: str | None = None
+) -> Iterator[CaseResult]:
+    """Check cases one by one (a generator, so callers can show progress)."""
+    for case in cases:
+        yield run_case(case, engine=engine)
+
+
+def _check_legal(case: Case, engine: str) -> tuple[bool, dict[str, Any]]:
+    game = case.start.game
+    (move,) = game.parse_moves(case.value)
+    reason = game.illegal_reason(case.start.state, move)
+    if case.claim == "legal":
+        if reason is None:
+            return True, {
+                "reason": "legal: " + game.describe_move(case.start.state, move)
+            }
+        return False, {"reason": f"illegal: {reason}"}
+    if reason is None:
+        return False, {"reason": "the move is legal"}
+    matches = case.reason.lower() in reason.lower()
+    evidence = {"reason": reason}
+    if not matches:
+        evidence["expected_reason"] = case.reason
+    return matches, evidence
+
+
+def _check_after(case: Case, engine: str) -> tuple[bool, dict[str, Any]]:
+    game = case.start.game
+    outcome = replay(game, case.start.state, game.parse_moves(case.value))
+    if outcome.error:
+        return False, {"reason": str(outcome.error)}
+    if outcome.final == case.expect:
+        plural = "" if outcome.steps == 1 else "s"
+        reason = f"{outcome.steps} move{plural} lead to the expected position"
+        return True, {"reason": reason}
+    return False, {
+        "reason": "the position after the moves differs from 'expect'",
+        "actual": game.position_to_json(outcome.final),
+    }
+
+
+def _check_proof(case: Case, engine: str) -> tuple[bool, dict[str, Any]]:
+    question = Question.SCORE if case.claim == "best_score" else Question.VERDICT
+    result = engines.solve(
+        case.start, question=question, engine=engine, time_limit=case.time_limit
+    )
+    evidence = _proof_evidence(result)
+    if case.claim == "winnable":
+        return result.status is Status.WON, evidence
+    if case.claim == "dead":
+        return result.status is Status.LOST and result.proven, evidence
+    score_known = result.status is Status.WON or result.score_proven
+    return score_known and result.best_score == case.value, evidence
+
+
+def _proof_evidence(result: ProofResult) -> dict[str, Any]:
+    return {
+        "status": result.status.value,
+        "proven": result.proven,
+        "best_score": result.best_score,
+        "score_proven": result.score_proven or result.status is Status.WON,
+        "method": result.method,
+        "engine": result.engine,
+        "line": list(result.line),
+        "elapsed": result.elapsed,
+    }
+
+
+_CHECKS = {
+    "legal": _check_legal,
+    "illegal": _check_legal,
+    "after": _check_after,
+    "winnable": _check_proof,
+    "dead": _check_proof,
+    "best_score": _check_proof,
+}
