@@ -187,6 +187,15 @@ class Progress:
             print("\r" + " " * 50 + "\r", end="", file=sys.stderr)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Benchmark provers on numbered deals; print the figures."""
+    from patience_encodings import bench
+
+    if args.count < 1 or args.start < 0:
+        raise InputError("--count must be at least 1 and --start at least 0")
+    return bench.main(args, sys.stdout)
+
+
 # -- parser ------------------------------------------------------------------------
 def _add_game(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -238,6 +247,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("bench", help="benchmark provers on numbered deals")
+    _add_game(p)
+    p.add_argument("--engine", default="auto", help="engines, comma-separated")
+    p.add_argument("--start", type=int, default=1, help="first deal number")
+    p.add_argument("--count", type=int, default=100, help="number of deals")
+    p.add_argument("--time-limit", type=float, default=10.0, help="seconds per deal")
+    p.add_argument("--score", action="store_true", help="prove best scores too")
+    p.add_argument("--out", help="write every result as JSON lines to this file")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("verify-cases", help="check rule edge-case files")
     p.add_argument("files", nargs="+", help="case files (YAML or JSON Lines)")

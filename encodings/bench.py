@@ -1,0 +1,160 @@
+"""Benchmarks: provers on fixed deal sets, figures printed (never a timed test).
+
+``patience bench --engine search,sat --count 1000 --time-limit 10 [--score]``
+solves numbered deals ``start .. start + count - 1`` one after another (one
+core; each solve in its own killable process, as in production) and prints,
+per engine: verdicts proven, best scores proven, time median / p90 / p99 /
+max, states per second where the prover counts states, and the distribution
+of best scores. ``--out FILE`` keeps every result as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TextIO
+
+from verifier.formats import start_from_number
+from verifier.registry import get_game
+from verifier.results import ProofResult, Question, Status
+
+from . import engines
+
+
+@dataclass(frozen=True)
+class Row:
+    """One solved deal."""
+
+    number: int
+    result: ProofResult
+
+
+def run(
+    game_name: str,
+    engine: str,
+    numbers: Iterable[int],
+    *,
+    question: Question,
+    time_limit: float,
+    on_row: Callable[[Row], None] | None = None,
+) -> list[Row]:
+    """Solve each numbered deal with ``engine``; return the rows."""
+    game = get_game(game_name)
+    rows = []
+    for number in numbers:
+        start = start_from_number(game, number)
+        result = engines.solve(
+            start, question=question, engine=engine, time_limit=time_limit
+        )
+        row = Row(number, result)
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    return rows
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Return the ``q``-quantile (0..1) by the nearest-rank method."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(1, min(len(ordered), round(q * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def summary(rows: list[Row], question: Question) -> dict[str, object]:
+    """Return the figures of one engine's run."""
+    results = [r.result for r in rows]
+    times = [r.elapsed for r in results]
+    n = len(results)
+    statuses = Counter(r.status.value for r in results)
+    settled = [r for r in results if engines.settles(r, question)]
+    nodes = sum(int(r.stats.get("nodes", 0)) for r in results)
+    scores = Counter(
+        r.best_score for r in results if r.status is Status.WON or r.score_proven
+    )
+    return {
+        "deals": n,
+        "won": statuses.get("won", 0),
+        "lost": statuses.get("lost", 0),
+        "unknown": statuses.get("unknown", 0),
+        "verdict_proven_pct": 100 * sum(r.proven for r in results) / max(1, n),
+        "score_proven_pct": 100
+        * sum(r.status is Status.WON or r.score_proven for r in results)
+        / max(1, n),
+        "settled_pct": 100 * len(settled) / max(1, n),
+        "median_s": statistics.median(times) if times else float("nan"),
+        "p90_s": percentile(times, 0.90),
+        "p99_s": percentile(times, 0.99),
+        "max_s": max(times, default=float("nan")),
+        "states_per_s": nodes / sum(times) if nodes and sum(times) else None,
+        "scores": dict(sorted(scores.items())),
+    }
+
+
+def format_table(figures: dict[str, dict[str, object]], question: Question) -> str:
+    """Return a Markdown table, one row per engine, plus score distributions."""
+    head = (
+        "| engine | deals | won | lost | unknown | verdict proven | score proven "
+        "| median s | p90 s | p99 s | max s | states/s |"
+    )
+    lines = [head, "|" + "---|" * 12]
+    for engine, f in figures.items():
+        rate = f["states_per_s"]
+        lines.append(
+            f"| {engine} | {f['deals']} | {f['won']} | {f['lost']} | {f['unknown']} "
+            f"| {f['verdict_proven_pct']:.1f} % | {f['score_proven_pct']:.1f} % "
+            f"| {f['median_s']:.3f} | {f['p90_s']:.3f} | {f['p99_s']:.3f} "
+            f"| {f['max_s']:.3f} | {f'{rate:,.0f}' if rate else '-'} |"
+        )
+    if question is Question.SCORE:
+        for engine, f in figures.items():
+            scores = f["scores"]
+            lines.append("")
+            lines.append(
+                f"Proven best scores, {engine}: "
+                + ", ".join(f"{score}: {count}" for score, count in scores.items())
+            )
+    return "\n".join(lines)
+
+
+def main(args, out: TextIO) -> int:
+    """Run the benchmark described by the CLI arguments; print the table."""
+    question = Question.SCORE if args.score else Question.VERDICT
+    numbers = range(args.start, args.start + args.count)
+    figures = {}
+    sink = open(args.out, "w", encoding="utf-8") if args.out else None
+    began = time.monotonic()
+    try:
+        for engine in args.engine.split(","):
+
+            def record(row: Row, engine: str = engine) -> None:
+                if sink:
+                    data = {"engine": engine, "number": row.number}
+                    sink.write(json.dumps(data | row.result.to_json()) + "\n")
+                    sink.flush()
+
+            rows = run(
+                args.game or get_game(None).name,
+                engine,
+                numbers,
+                question=question,
+                time_limit=args.time_limit,
+                on_row=record,
+            )
+            figures[engine] = summary(rows, question)
+    finally:
+        if sink:
+            sink.close()
+    print(
+        f"deals {args.start}..{args.start + args.count - 1}, question "
+        f"{question.value}, time limit {args.time_limit:g} s, "
+        f"wall {time.monotonic() - began:.1f} s",
+        file=out,
+    )
+    print(format_table(figures, question), file=out)
+    return 0
