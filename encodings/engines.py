@@ -26,6 +26,8 @@ from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start
 from verifier.results import ProofResult, Question, Status, check_result
 
+from . import devils_grip_smt
+
 
 class Prover(Protocol):
     """A prover for one game."""
@@ -36,7 +38,12 @@ class Prover(Protocol):
 
 
 #: engine name -> game name -> prover. The CLI and API read their choices here.
-PROVERS: dict[str, dict[str, Prover]] = {}
+PROVERS: dict[str, dict[str, Prover]] = {
+    "smt": {"devils-grip": devils_grip_smt.prove},
+}
+#: Engines that ``auto`` runs side by side, where the game has them (the
+#: machine has few cores; SMT is the slower cross-check and runs on request).
+PORTFOLIO = ("sat", "search")
 
 AUTO = "auto"
 #: The longest time limit a caller may ask for, in seconds.
@@ -65,7 +72,8 @@ def _select(game_name: str, engine: str) -> dict[str, Prover]:
     if engine == AUTO:
         if not available:
             raise UnsupportedError(f"no prover for {game_name}")
-        return {name: PROVERS[name][game_name] for name in available}
+        chosen = [name for name in PORTFOLIO if name in available] or available
+        return {name: PROVERS[name][game_name] for name in chosen}
     if engine not in PROVERS:
         raise UnsupportedError(
             f"unknown engine {engine!r} (known: {', '.join(ENGINES)})"
