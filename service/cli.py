@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from service import cli_serve
 from verifier.errors import InputError, PatienceError
 from verifier.formats import Start, read_start, start_from_number
 from verifier.registry import DEFAULT_GAME, GAMES, get_game
@@ -46,7 +48,7 @@ def load_start(args: argparse.Namespace) -> Start:
     return read_start(read_text(args.file), args.game)
 
 
-# -- subcommands -----------------------------------------------------------------
+# -- subcommands ----------------------------------------------------------------
 def cmd_deal(args: argparse.Namespace) -> int:
     """Print a numbered deal, or a fresh random one."""
     game = get_game(args.game)
@@ -196,7 +198,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench.main(args, sys.stdout)
 
 
-# -- parser ------------------------------------------------------------------------
+# -- parser ----------------------------------------------------------------
 def _add_game(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--game",
@@ -264,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON line per case")
     p.set_defaults(func=cmd_verify_cases)
 
+    cli_serve.register(sub)
     return parser
 
 
@@ -278,6 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # e.g. `patience solve ... | head`
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from dg_helpers import position, winnable_position
+
 from patience_encodings import devils_grip_smt as smt
 from verifier import devils_grip as dg
 from verifier.devils_grip_construct import construct
