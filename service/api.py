@@ -1,0 +1,111 @@
+"""The versioned JSON API (blueprint ``/v1``); `service.openapi` documents it.
+
+Views only read the body, let `worker.jobs` validate it (the same parser the
+worker uses), and hand the job to `service.broker`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify, request
+
+from verifier.errors import InputError
+from worker.jobs import BatchJob, DealsJob, ProofJob
+
+from . import broker, openapi
+from .games import games_summary
+
+bp = Blueprint("v1", __name__, url_prefix="/v1")
+
+
+def service() -> broker.Service:
+    """Return the running app's `broker.Service`."""
+    return current_app.extensions["patience"]
+
+
+def _reject_constant(name: str) -> Any:
+    raise InputError(
+        f"malformed JSON: {name} is not a JSON number", code="malformed_json"
+    )
+
+
+def read_json() -> Any:
+    """Return the decoded JSON body; any malformation is a precise 400."""
+    raw = request.get_data(cache=False)
+    if not raw.strip():
+        raise InputError("empty body: expected a JSON object", code="malformed_json")
+    try:
+        return json.loads(raw, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        message = f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except UnicodeDecodeError:
+        message = "malformed JSON: the body is not UTF-8 text"
+    except RecursionError:
+        message = "malformed JSON: nested too deeply"
+    except ValueError as exc:  # e.g. an integer with too many digits
+        message = f"malformed JSON: {exc}"
+    raise InputError(message, code="malformed_json")
+
+
+def _reply(submitted: broker.Submitted):
+    response = jsonify(submitted.view)
+    response.headers["Location"] = submitted.view["links"]["self"]
+    return response, submitted.status
+
+
+@bp.post("/proofs")
+def post_proof():
+    """Submit a deal or position to prove."""
+    svc = service()
+    job = ProofJob.from_json(read_json(), svc.settings)
+    return _reply(broker.submit_proof(svc, job))
+
+
+@bp.post("/deals")
+def post_deals():
+    """Ask for guaranteed-winnable deals with their solutions."""
+    svc = service()
+    job = DealsJob.from_json(read_json(), svc.settings)
+    return _reply(broker.submit_deals(svc, job))
+
+
+@bp.post("/batches")
+def post_batch():
+    """Submit many proofs as one job with per-item results and progress."""
+    svc = service()
+    job = BatchJob.from_json(read_json(), svc.settings)
+    return _reply(broker.submit_batch(svc, job))
+
+
+@bp.get("/jobs/<job_id>")
+def get_job(job_id: str):
+    """Return a job's status, progress, result or error."""
+    svc = service()
+    return jsonify(broker.job_view(svc, broker.get_record(svc, job_id)))
+
+
+@bp.get("/jobs/<job_id>/certificate")
+def get_certificate(job_id: str):
+    """Return a done proof's certificate, replayed by the reference engine."""
+    return jsonify(broker.certificate(service(), job_id))
+
+
+@bp.get("/games")
+def get_games():
+    """Return every game's rules summary, formats, engines and questions."""
+    return jsonify(games_summary(service().settings))
+
+
+@bp.get("/health")
+def get_health():
+    """Return 200 when Redis answers and a worker is alive, else 503."""
+    body, ok = broker.health(service())
+    return jsonify(body), 200 if ok else 503
+
+
+@bp.get("/openapi.json")
+def get_openapi():
+    """Return the OpenAPI document of this API."""
+    return jsonify(openapi.document(service().settings))

@@ -1,0 +1,294 @@
+"""The API's side of the queue: submit jobs, describe them, serve certificates.
+
+A job's status is one of ``queued``, ``running``, ``done``, ``failed``; Celery's
+states map onto them here and nowhere else. A job record is written before
+its message is published, and removed again if publishing fails, so a client
+that got a job id always has a job that will run, and one that got a 503 has
+nothing half-submitted.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import redis
+from celery import Celery
+from kombu.exceptions import OperationalError
+
+from patience_encodings.engines import settles
+from verifier.errors import PatienceError
+from verifier.registry import get_game
+from verifier.replay import replay
+from verifier.results import ProofResult, Question
+from worker.celery_app import BATCH_TASK, DEALS_TASK, PROVE_TASK, ROUTES
+from worker.jobs import BatchJob, DealsJob, ProofJob
+from worker.settings import Settings, hard_limit, soft_limit
+from worker.store import JobRecord, Store
+
+JOB_STATUSES = ("queued", "running", "done", "failed")
+#: Seconds a record may wait for its message to be published before the job
+#: is reported failed (the API process died between the two steps).
+PUBLISH_GRACE = 60.0
+#: Seconds the health check waits for workers to answer a ping.
+PING_TIMEOUT = 1.0
+
+
+class NotFoundError(PatienceError):
+    """An unknown (or expired) job id."""
+
+    code = "not_found"
+
+
+class ConflictError(PatienceError):
+    """The job exists but cannot give what was asked (yet)."""
+
+    code = "not_ready"
+
+
+@dataclass(frozen=True)
+class Service:
+    """What the views need: settings, the Celery client and the job store."""
+
+    settings: Settings
+    celery: Celery
+    store: Store
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A submission's reply: the job's view and the HTTP status (202 or 200)."""
+
+    view: dict[str, Any]
+    status: int
+
+
+# -- submitting ----------------------------------------------------------------
+def submit_proof(service: Service, job: ProofJob) -> Submitted:
+    """Queue a proof, or answer from the job of an identical submission."""
+    new_id = uuid.uuid4().hex
+    holder = service.store.claim_submission(job.key, new_id)
+    if holder is not None:
+        record = service.store.get_job(holder)
+        if record is not None:
+            view = job_view(service, record)
+            if _reusable(view, record, job):
+                view["deduplicated"] = True
+                return Submitted(view, 200 if view["status"] == "done" else 202)
+        service.store.replace_submission(job.key, new_id)
+    record = JobRecord(new_id, "proof", job.to_json(), job.budget, key=job.key)
+    return _enqueue(service, record, PROVE_TASK)
+
+
+def submit_deals(service: Service, job: DealsJob) -> Submitted:
+    """Queue a deal-generation job."""
+    record = JobRecord(uuid.uuid4().hex, "deals", job.to_json(), job.budget)
+    return _enqueue(service, record, DEALS_TASK)
+
+
+def submit_batch(service: Service, job: BatchJob) -> Submitted:
+    """Queue a batch job."""
+    record = JobRecord(uuid.uuid4().hex, "batch", job.to_json(), job.budget)
+    return _enqueue(service, record, BATCH_TASK)
+
+
+def _reusable(view: dict[str, Any], record: JobRecord, job: ProofJob) -> bool:
+    """Return whether an earlier identical job answers this submission.
+
+    A pending job or a settled answer does; a failed job does not, nor an
+    unsettled one when the new submission allows more time.
+    """
+    if view["status"] in ("queued", "running"):
+        return True
+    if view["status"] != "done":
+        return False
+    result = ProofResult.from_json(view["result"]["result"])
+    if settles(result, job.question):
+        return True
+    return job.time_limit <= float(record.request.get("time_limit", 0))
+
+
+def _enqueue(service: Service, record: JobRecord, task: str) -> Submitted:
+    service.store.save_job(record)
+    try:
+        service.celery.send_task(
+            task,
+            args=[record.request],
+            task_id=record.id,
+            queue=ROUTES[task],
+            soft_time_limit=soft_limit(record.budget),
+            time_limit=hard_limit(record.budget),
+        )
+    except (OperationalError, redis.RedisError, OSError):
+        _forget(service.store, record)
+        raise
+    record = replace(record, queued=True)
+    service.store.save_job(record)
+    return Submitted(job_view(service, record), 202)
+
+
+def _forget(store: Store, record: JobRecord) -> None:
+    try:
+        store.delete_job(record)
+    except redis.RedisError:
+        pass  # Redis is down: the record expires with its TTL
+
+
+# -- describing ----------------------------------------------------------------
+def get_record(service: Service, job_id: str) -> JobRecord:
+    """Return the record of ``job_id``; raise `NotFoundError` when unknown."""
+    record = service.store.get_job(job_id) if _plausible_id(job_id) else None
+    if record is None:
+        raise NotFoundError(f"no job {job_id!r} (unknown, or its result expired)")
+    return record
+
+
+def _plausible_id(job_id: str) -> bool:
+    return 0 < len(job_id) <= 64 and all(c in "0123456789abcdef-" for c in job_id)
+
+
+def job_view(service: Service, record: JobRecord) -> dict[str, Any]:
+    """Return the public description of a job: status, progress, result, error."""
+    outcome = service.store.get_outcome(record.id)
+    if outcome is not None:
+        status, progress, result, error = _from_outcome(outcome)
+    else:
+        status, progress, result, error = _celery_status(service.celery, record)
+    if status == "done" and record.kind != "proof":
+        total = result["total"] if record.kind == "batch" else len(result["deals"])
+        progress = {"done": total, "total": total}
+    links = {"self": f"/v1/jobs/{record.id}"}
+    if record.kind == "proof":
+        links["certificate"] = f"/v1/jobs/{record.id}/certificate"
+    return {
+        "id": record.id,
+        "kind": record.kind,
+        "status": status,
+        "created": datetime.fromtimestamp(record.created, UTC).isoformat(),
+        "request": _request_summary(record),
+        "progress": progress,
+        "result": result,
+        "error": error,
+        "links": links,
+    }
+
+
+def _request_summary(record: JobRecord) -> dict[str, Any]:
+    """Return the request as shown in a job view (a batch only by its size)."""
+    if record.kind == "batch":
+        return {"items": len(record.request.get("items", []))}
+    return record.request
+
+
+def _celery_status(celery: Celery, record: JobRecord) -> tuple[str, Any, Any, Any]:
+    """Map Celery's state of the job to (status, progress, result, error)."""
+    outcome = celery.AsyncResult(record.id)
+    state, info = outcome.state, outcome.info
+    if state == "PENDING":
+        if not record.queued and time.time() - record.created > PUBLISH_GRACE:
+            return (
+                "failed",
+                None,
+                None,
+                _error("not_queued", "the job was never queued"),
+            )
+        return "queued", None, None, None
+    if state in ("STARTED", "RETRY"):
+        return "running", None, None, None
+    if state == "PROGRESS":
+        return "running", info if isinstance(info, dict) else None, None, None
+    if state == "SUCCESS" and isinstance(info, dict):
+        return _from_outcome(info)
+    if state == "REVOKED":
+        return "failed", None, None, _error("revoked", "the job was cancelled")
+    return "failed", None, None, _failure(info)
+
+
+def _from_outcome(outcome: dict[str, Any]) -> tuple[str, Any, Any, Any]:
+    if outcome.get("ok"):
+        return "done", None, outcome.get("value"), None
+    return "failed", None, None, outcome.get("error")
+
+
+def _failure(info: Any) -> dict[str, str]:
+    name = type(info).__name__
+    if name == "TimeLimitExceeded":
+        return _error("time_limit", "the job was killed at its hard time limit")
+    if name == "WorkerLostError":
+        return _error("worker_lost", f"the worker died running the job: {info}")
+    return _error("internal_error", f"{name}: {info}")
+
+
+def _error(code: str, message: str) -> dict[str, str]:
+    return {"code": code, "message": message}
+
+
+# -- certificates ----------------------------------------------------------------
+def certificate(service: Service, job_id: str) -> dict[str, Any]:
+    """Return a done proof's certificate, its line replayed again right now.
+
+    It holds everything needed to check the claim independently: the game,
+    the position, the line (``patience play`` replays it) and how the verdict
+    was proven.
+    """
+    record = get_record(service, job_id)
+    if record.kind != "proof":
+        raise NotFoundError(f"job {job_id} is a {record.kind} job: no certificate")
+    view = job_view(service, record)
+    if view["status"] != "done":
+        raise ConflictError(f"job {job_id} is {view['status']}, not done")
+    value = view["result"]
+    game = get_game(value["game"])
+    result = ProofResult.from_json(value["result"])
+    state = game.parse_position(value["position"])
+    outcome = replay(game, state, game.parse_moves("\n".join(result.line)))
+    return {
+        "game": game.name,
+        "position": value["position"],
+        "claim": {
+            "status": result.status.value,
+            "proven": result.proven,
+            "question": result.question.value,
+            "best_score": result.best_score,
+            "score_proven": result.score_proven,
+            "engine": result.engine,
+            "method": result.method,
+        },
+        "line": list(result.line),
+        "replay": {
+            "ok": outcome.ok,
+            "steps": outcome.steps,
+            "won": outcome.won,
+            "stuck": outcome.stuck,
+            "score": outcome.score,
+            "verdict": outcome.verdict(),
+        },
+        "settled": settles(result, Question(result.question)),
+    }
+
+
+# -- health ----------------------------------------------------------------
+def health(service: Service) -> tuple[dict[str, Any], bool]:
+    """Return whether Redis answers and how many workers answer a ping."""
+    try:
+        service.store.ping()
+        redis_state: dict[str, Any] = {"ok": True}
+    except redis.RedisError as exc:
+        redis_state = {"ok": False, "error": str(exc)}
+    workers: list[str] = []
+    if redis_state["ok"]:
+        try:
+            replies = service.celery.control.ping(timeout=PING_TIMEOUT) or []
+            workers = sorted(name for reply in replies for name in reply)
+        except (OperationalError, redis.RedisError, OSError) as exc:
+            redis_state = {"ok": False, "error": str(exc)}
+    ok = redis_state["ok"] and bool(workers)
+    body = {
+        "status": "ok" if ok else "degraded",
+        "redis": redis_state,
+        "workers": {"ok": bool(workers), "count": len(workers), "names": workers},
+    }
+    return body, ok

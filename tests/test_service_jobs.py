@@ -1,0 +1,179 @@
+"""The job layer without the queue: settings, request parsing, deals, batches."""
+
+from __future__ import annotations
+
+import pytest
+
+from patience_encodings.engines import engines_for
+from verifier import devils_grip as dg
+from verifier.devils_grip_construct import construct
+from verifier.errors import DealError, InputError, UnknownGameError, UnsupportedError
+from verifier.replay import replay
+from worker import jobs
+from worker.settings import Settings, hard_limit, soft_limit
+
+SETTINGS = Settings(max_time_limit=30, max_job_seconds=120)
+needs_prover = pytest.mark.skipif(
+    not engines_for("devils-grip"), reason="no Devil's Grip prover registered yet"
+)
+
+
+# -- settings ----------------------------------------------------------------
+def test_time_limits_leave_room_for_cleanup():
+    for budget in (0.1, 1, 10, 600, 3600):
+        assert budget < soft_limit(budget) < hard_limit(budget)
+
+
+def test_visibility_timeout_is_derived_beyond_the_longest_job():
+    settings = Settings()
+    assert settings.visibility_timeout > hard_limit(settings.max_job_seconds)
+
+
+def test_visibility_timeout_shorter_than_a_job_is_refused():
+    with pytest.raises(ValueError, match="run twice"):
+        Settings(max_time_limit=50, max_job_seconds=100, visibility_timeout=50)
+
+
+def test_settings_come_from_environment_strings():
+    env = {
+        "REDIS_URL": "redis://example:1/2",
+        "PATIENCE_MAX_TIME_LIMIT": "5",
+        "PATIENCE_MAX_JOB_SECONDS": "8",
+        "PATIENCE_VISIBILITY_TIMEOUT": "20",
+        "PATIENCE_RESULT_EXPIRES": "60",
+    }
+    settings = Settings.from_mapping(env)
+    assert settings.redis_url == "redis://example:1/2"
+    assert (settings.max_time_limit, settings.visibility_timeout) == (5.0, 20.0)
+    assert settings.result_expires == 60
+    assert Settings.from_mapping(settings.to_env()) == settings
+
+
+# -- proof requests ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "body, error, fragment",
+    [
+        ([1, 2], InputError, "must be a JSON object"),
+        ({}, InputError, "exactly one of 'deal', 'position' or 'number'"),
+        ({"number": 1, "deal": "2S"}, InputError, "got deal, number"),
+        ({"number": 1, "time_limt": 5}, InputError, "unknown field(s)"),
+        ({"game": "poker", "number": 1}, UnknownGameError, "unknown game 'poker'"),
+        ({"game": 7, "number": 1}, InputError, "'game' must be a string"),
+        ({"deal": ["2S", "5S"]}, DealError, "has 2 cards, expected 96"),
+        ({"deal": ["AS"] * 96}, DealError, "not in the Devil's Grip deck"),
+        ({"number": -1}, DealError, "out of range"),
+        ({"number": 1.5}, InputError, "must be an integer"),
+        ({"number": 1, "question": "why"}, InputError, "'question' must be one of"),
+        ({"number": 1, "time_limit": 0}, InputError, "'time_limit' must be between"),
+        ({"number": 1, "time_limit": 1e9}, InputError, "between 0.1 and 30"),
+        ({"number": 1, "time_limit": True}, InputError, "must be a number, not bool"),
+        ({"number": 1, "time_limit": "9"}, InputError, "must be a number, not str"),
+        ({"number": 1, "time_limit": float("nan")}, InputError, "between"),
+        ({"position": {"grid": []}}, InputError, "0 grid cells, expected 24"),
+    ],
+)
+def test_bad_proof_requests_name_the_problem(body, error, fragment):
+    with pytest.raises(error) as caught:
+        jobs.ProofJob.from_json(body, SETTINGS)
+    assert fragment in caught.value.message
+
+
+def test_unknown_engine_is_refused():
+    with pytest.raises(UnsupportedError):
+        jobs.ProofJob.from_json({"number": 1, "engine": "oracle"}, SETTINGS)
+
+
+@needs_prover
+def test_the_same_deal_in_any_form_has_one_submission_key():
+    deal = dg.numbered_deal(17)
+    forms = [
+        {"number": 17},
+        {"deal": [str(c) for c in deal]},
+        {"deal": dg.format_deal(deal)},
+        {"position": dg.position_to_json(dg.initial_state(deal))},
+    ]
+    keys = {jobs.ProofJob.from_json(f, SETTINGS).key for f in forms}
+    assert len(keys) == 1
+    other = jobs.ProofJob.from_json({"number": 17, "question": "score"}, SETTINGS)
+    assert other.key not in keys
+
+
+@needs_prover
+def test_proof_job_round_trips_through_its_message():
+    job = jobs.ProofJob.from_json({"number": 3, "time_limit": 2}, SETTINGS)
+    again = jobs.ProofJob.from_json(job.to_json(), SETTINGS)
+    assert again == job and again.key == job.key
+    assert job.budget == 2.0
+
+
+# -- deals ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "body, error, fragment",
+    [
+        ({"count": 0}, InputError, "'count' must be between 1 and 1000"),
+        ({"count": 10**9}, InputError, "'count' must be between"),
+        ({"difficulty": "nightmare"}, InputError, "'difficulty' must be one of"),
+        ({"difficulty": "expert"}, UnsupportedError, "graded generator"),
+        ({"seed": -5}, InputError, "'seed' must be between"),
+        ({"game": "besieged-fortress"}, UnsupportedError, "no deal generator"),
+        ({"colour": "red"}, InputError, "unknown field(s)"),
+    ],
+)
+def test_bad_deals_requests_name_the_problem(body, error, fragment):
+    with pytest.raises(error) as caught:
+        jobs.DealsJob.from_json(body, SETTINGS)
+    assert fragment in caught.value.message
+
+
+def test_deals_job_draws_a_seed_once_so_redelivery_repeats_it():
+    job = jobs.DealsJob.from_json({"count": 2}, SETTINGS)
+    assert jobs.DealsJob.from_json(job.to_json(), SETTINGS) == job
+
+
+def test_generated_deals_are_winnable_and_reproducible():
+    job = jobs.DealsJob.from_json({"count": 3, "seed": 40}, SETTINGS)
+    reports: list[dict] = []
+    out = jobs.run_deals(job, reports.append)
+    assert [r["done"] for r in reports] == [0, 1, 2, 3]
+    for i, item in enumerate(out["deals"]):
+        deal = dg.deal_from_list(item["deal"])
+        assert deal == construct(40 + i).deal
+        outcome = replay(
+            dg.GAME, dg.initial_state(deal), dg.parse_moves("\n".join(item["line"]))
+        )
+        assert outcome.won
+    assert jobs.run_deals(job) == out
+
+
+# -- batches ----------------------------------------------------------------
+@needs_prover
+def test_batch_errors_name_the_item():
+    body = {"items": [{"number": 1}, {"deal": ["2S", "XX"]}]}
+    with pytest.raises(InputError, match=r"items\[1\]: unknown card token 'XX'"):
+        jobs.BatchJob.from_json(body, SETTINGS)
+
+
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ({"items": []}, "'items' must be a list of 1 to 1000"),
+        ({"items": {"number": 1}}, "'items' must be a list"),
+        ({"items": [5]}, "items[0]: an item must be a JSON object"),
+        ({"items": [{"kind": "case"}]}, "items[0]: 'case' items are not supported"),
+        ({"items": [{"kind": "poem"}]}, "items[0]: 'kind' must be one of"),
+    ],
+)
+def test_bad_batches_are_refused(body, fragment):
+    with pytest.raises(InputError) as caught:
+        jobs.BatchJob.from_json(body, SETTINGS)
+    assert fragment in caught.value.message
+
+
+@needs_prover
+def test_batch_defaults_apply_to_items_and_the_budget_is_bounded():
+    body = {"time_limit": 2, "question": "score", "items": [{"number": 1}]}
+    job = jobs.BatchJob.from_json(body, SETTINGS)
+    assert job.items[0].time_limit == 2 and job.items[0].question.value == "score"
+    many = {"time_limit": 30, "items": [{"number": n} for n in range(5)]}
+    with pytest.raises(InputError, match="split it or lower 'time_limit'"):
+        jobs.BatchJob.from_json(many, SETTINGS)

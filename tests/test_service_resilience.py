@@ -1,0 +1,140 @@
+"""Resilience: a worker killed with SIGKILL, and a Redis crash and restart.
+
+These tests break things, so they get a stack of their own: a Redis with
+``appendfsync always`` (a crash loses nothing acknowledged) and a short
+visibility timeout, so that the message of a killed worker is redelivered
+within seconds instead of an hour. Jobs are kept short to match: the timeout
+must exceed the longest job (`worker.settings.Settings`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patience_encodings.engines import engines_for
+from verifier import devils_grip as dg
+from verifier.replay import replay
+
+needs_prover = pytest.mark.skipif(
+    not engines_for("devils-grip"), reason="no Devil's Grip prover registered yet"
+)
+
+#: Short limits: a job may take 6 s (9 s with margins), so 10 s of visibility.
+FRAGILE_ENV = {
+    "PATIENCE_MAX_TIME_LIMIT": "2",
+    "PATIENCE_MAX_JOB_SECONDS": "6",
+    "PATIENCE_VISIBILITY_TIMEOUT": "10",
+    "PATIENCE_RESTORE_INTERVAL": "1",
+}
+
+
+@dataclass
+class Fragile:
+    """A stack the tests may break: Redis, an app, and workers on demand."""
+
+    redis: Any
+    env: dict[str, str]
+    app: Any
+    logs: Path
+
+    def start_worker(self) -> Any:
+        from service.stack import WorkerProcess
+
+        log = open(self.logs / f"worker-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115
+        worker = WorkerProcess(self.env, concurrency=1, log=log).start()
+        worker.wait_ready(self.app.extensions["patience"].celery, timeout=60)
+        return worker
+
+
+@pytest.fixture(scope="module")
+def fragile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fragile]:
+    from service.app import create_app
+    from service.embedded import EmbeddedRedis
+
+    server = EmbeddedRedis(tmp_path_factory.mktemp("fragile-redis"), fsync="always")
+    env = {"REDIS_URL": server.start(), **FRAGILE_ENV}
+    try:
+        app = create_app({**env, "TESTING": True})
+        yield Fragile(server, env, app, tmp_path_factory.mktemp("fragile-logs"))
+    finally:
+        server.close()
+
+
+def _wait(client: Any, location: str, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        view = client.get(location).get_json()
+        if view["status"] in ("done", "failed") or time.monotonic() > deadline:
+            return view
+        time.sleep(0.05)
+
+
+def _wait_health(client: Any, ok: bool, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = client.get("/v1/health")
+        if (reply.status_code == 200) == ok or time.monotonic() > deadline:
+            return {"status_code": reply.status_code, **reply.get_json()}
+        time.sleep(0.2)
+
+
+@needs_prover
+def test_killed_worker_job_is_redelivered_and_completes(fragile):
+    client = fragile.app.test_client()
+    worker = fragile.start_worker()
+    body = {"time_limit": 2, "items": [{"number": n} for n in (300, 301)]}
+    try:
+        job = client.post("/v1/batches", json=body).get_json()
+        deadline = time.monotonic() + 20
+        while client.get(job["links"]["self"]).get_json()["status"] != "running":
+            assert time.monotonic() < deadline, "the job never started"
+            time.sleep(0.02)
+        worker.kill()  # SIGKILL to the worker, its pool and its provers
+        assert client.get(job["links"]["self"]).get_json()["status"] == "running"
+        worker = fragile.start_worker()
+        view = _wait(client, job["links"]["self"], timeout=60)
+    finally:
+        worker.stop()
+    assert view["status"] == "done", view
+    items = view["result"]["items"]
+    assert [item["index"] for item in items] == list(range(len(body["items"])))
+    assert all(item["ok"] for item in items)
+
+
+def test_redis_restart_is_reported_then_recovered(fragile):
+    client = fragile.app.test_client()
+    worker = fragile.start_worker()
+    try:
+        before = client.post("/v1/deals", json={"count": 2, "seed": 9}).get_json()
+        assert _wait(client, before["links"]["self"], 30)["status"] == "done"
+        pending = client.post("/v1/deals", json={"count": 3, "seed": 90}).get_json()
+
+        fragile.redis.kill()  # a crash: SIGKILL
+        health = _wait_health(client, ok=False, timeout=10)
+        assert health["status_code"] == 503 and not health["redis"]["ok"]
+        refused = client.post("/v1/deals", json={"count": 1})
+        assert refused.status_code == 503
+        assert refused.get_json()["error"]["code"] == "unavailable"
+        assert client.get(before["links"]["self"]).status_code == 503
+
+        fragile.redis.start()  # same port, same append-only file
+        health = _wait_health(client, ok=True, timeout=60)
+        assert health["status_code"] == 200, health
+
+        for job in (before, pending):  # nothing submitted before the crash is lost
+            view = _wait(client, job["links"]["self"], 60)
+            assert view["status"] == "done", view
+        after = client.post("/v1/deals", json={"count": 1, "seed": 5}).get_json()
+        view = _wait(client, after["links"]["self"], 60)
+        assert view["status"] == "done", view
+    finally:
+        worker.stop()
+    deal = dg.deal_from_list(view["result"]["deals"][0]["deal"])
+    line = dg.parse_moves("\n".join(view["result"]["deals"][0]["line"]))
+    assert replay(dg.GAME, dg.initial_state(deal), line).won

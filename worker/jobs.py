@@ -1,0 +1,456 @@
+"""Jobs: what a request asks for, validated, and the plain functions that run it.
+
+The API parses a request here to reject bad input with a 4xx before anything
+is queued; the worker parses the same JSON again from the message. One parser
+for both sides means they never disagree about what is valid. Nothing here
+knows Celery, Flask or Redis: the answer cache and progress reports come in as
+small callables, so the functions are tested like any other code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import secrets
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from patience_encodings.engines import AUTO, engines_for, settles, solve
+from verifier.devils_grip_construct import construct
+from verifier.errors import InputError, PatienceError, UnsupportedError
+from verifier.formats import Start, start_from_json
+from verifier.registry import DEFAULT_GAME, get_game
+from verifier.results import (
+    ProofResult,
+    Question,
+    ResultCheckError,
+    Status,
+    check_result,
+)
+
+from .settings import Settings
+
+QUESTIONS = tuple(q.value for q in Question)
+#: Accepted difficulties. Only those in `GRADED` are honoured by the current
+#: generator; the others are refused (not silently ignored) until the graded
+#: generator lands and `generate_deal` is swapped for it.
+DIFFICULTIES = ("any", "easy", "medium", "hard", "expert")
+GRADED = frozenset({"any"})
+START_KEYS = ("deal", "position", "number")
+DEFAULT_TIME_LIMIT = 10.0
+MIN_TIME_LIMIT = 0.1
+MAX_DEALS = 1000
+MAX_ITEMS = 1000
+#: Budget estimates (seconds) for jobs without a time limit of their own.
+SECONDS_PER_DEAL = 0.05
+ITEM_OVERHEAD = 0.2
+MAX_SEED = 2**63 - 1
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+class AnswerCache(Protocol):
+    """Settled answers by submission key (a Redis hash in the service)."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def put(self, key: str, answer: dict[str, Any]) -> None: ...
+
+
+# -- field checks -----------------------------------------------------------------
+def expect_object(data: Any, what: str) -> dict[str, Any]:
+    """Return ``data`` if it is a JSON object."""
+    if not isinstance(data, dict):
+        raise InputError(f"{what} must be a JSON object")
+    return data
+
+
+def check_fields(data: Mapping[str, Any], allowed: Sequence[str], what: str) -> None:
+    """Refuse unknown fields, so that a typo is an error and not a default."""
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise InputError(
+            f"unknown field(s) in {what}: {', '.join(unknown)} "
+            f"(allowed: {', '.join(allowed)})"
+        )
+
+
+def get_string(data: Mapping[str, Any], key: str, default: str) -> str:
+    """Return the string field ``key`` (``default`` when absent or null)."""
+    value = data.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise InputError(f"'{key}' must be a string, not {type(value).__name__}")
+    return value
+
+
+def get_choice(
+    data: Mapping[str, Any], key: str, choices: Sequence[str], default: str
+) -> str:
+    """Return the string field ``key``, which must be one of ``choices``."""
+    value = get_string(data, key, default)
+    if value not in choices:
+        raise InputError(f"'{key}' must be one of {', '.join(choices)}, not {value!r}")
+    return value
+
+
+def get_number(
+    data: Mapping[str, Any], key: str, default: float, lo: float, hi: float
+) -> float:
+    """Return the number field ``key``, finite and within ``[lo, hi]``."""
+    value = data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"'{key}' must be a number, not {type(value).__name__}")
+    if not math.isfinite(value) or not lo <= value <= hi:
+        raise InputError(f"'{key}' must be between {lo:g} and {hi:g}, not {value!r}")
+    return float(value)
+
+
+def get_integer(
+    data: Mapping[str, Any], key: str, default: int, lo: int, hi: int
+) -> int:
+    """Return the integer field ``key`` within ``[lo, hi]``."""
+    value = data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"'{key}' must be an integer, not {type(value).__name__}")
+    if not lo <= value <= hi:
+        raise InputError(f"'{key}' must be between {lo} and {hi}, not {value}")
+    return value
+
+
+def error_json(exc: Exception) -> dict[str, str]:
+    """Return the API's structured form of an error a job can meet.
+
+    Input errors carry their own code; a line that the reference engine
+    rejects (`ResultCheckError`) is a prover bug, reported as ``check_failed``.
+    """
+    if isinstance(exc, PatienceError):
+        return {"code": exc.code, "message": exc.message}
+    if isinstance(exc, ResultCheckError):
+        return {"code": "check_failed", "message": str(exc)}
+    return {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"}
+
+
+def prefixed(exc: PatienceError, prefix: str) -> PatienceError:
+    """Return ``exc`` with its message prefixed (e.g. by ``items[3]: ``)."""
+    return type(exc)(f"{prefix}{exc.message}", code=exc.code)
+
+
+# -- proofs ----------------------------------------------------------------
+PROOF_FIELDS = ("game", *START_KEYS, "question", "engine", "time_limit")
+
+
+@dataclass(frozen=True)
+class ProofJob:
+    """Prove one deal or position: ``{game, deal|position|number, question, ...}``."""
+
+    game: str
+    start_field: str  # which of START_KEYS was given
+    start_value: Any  # its value, as given
+    question: Question
+    engine: str
+    time_limit: float
+    start: Start = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
+
+    @classmethod
+    def from_json(
+        cls,
+        data: Any,
+        settings: Settings,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> ProofJob:
+        """Validate a proof request; ``defaults`` supply fields a batch sets once."""
+        data = {**(defaults or {}), **expect_object(data, "a proof request")}
+        check_fields(data, [*PROOF_FIELDS, "kind"], "a proof request")
+        game = get_game(get_string(data, "game", DEFAULT_GAME))
+        given = [k for k in START_KEYS if data.get(k) is not None]
+        if len(given) != 1:
+            raise InputError(
+                "give exactly one of 'deal', 'position' or 'number' "
+                f"(got {', '.join(given) or 'none'})"
+            )
+        (start_field,) = given
+        start = start_from_json({"game": game.name, start_field: data[start_field]})
+        question = Question(get_choice(data, "question", QUESTIONS, "verdict"))
+        if question is Question.SCORE and not game.has_score:
+            raise UnsupportedError(f"{game.name} has no score to prove")
+        top = settings.max_time_limit
+        time_limit = get_number(
+            data, "time_limit", min(DEFAULT_TIME_LIMIT, top), MIN_TIME_LIMIT, top
+        )
+        engine = get_string(data, "engine", AUTO)
+        check_engine(game.name, engine)
+        return cls(
+            game.name,
+            start_field,
+            data[start_field],
+            question,
+            engine,
+            time_limit,
+            start,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the request as the worker receives it."""
+        return {
+            "game": self.game,
+            self.start_field: self.start_value,
+            "question": self.question.value,
+            "engine": self.engine,
+            "time_limit": self.time_limit,
+        }
+
+    @property
+    def budget(self) -> float:
+        """Return the seconds this job may take (before the margins)."""
+        return self.time_limit
+
+    @property
+    def key(self) -> str:
+        """Return the submission key: same game, position, question, engine."""
+        game = self.start.game
+        canonical = {
+            "game": game.name,
+            "position": game.position_to_json(self.start.state),
+            "question": self.question.value,
+            "engine": self.engine,
+        }
+        text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_engine(game_name: str, engine: str) -> None:
+    """Refuse an engine that cannot prove positions of ``game_name``."""
+    available = engines_for(game_name)
+    if not available:
+        raise UnsupportedError(f"no prover is registered for {game_name} yet")
+    if engine != AUTO and engine not in available:
+        raise UnsupportedError(
+            f"unknown engine {engine!r} for {game_name} "
+            f"(available: {', '.join([AUTO, *available])})"
+        )
+
+
+def run_proof(job: ProofJob, answers: AnswerCache | None = None) -> dict[str, Any]:
+    """Prove ``job``, or return the stored answer of an identical submission.
+
+    A stored answer is replayed again before it is returned: the cache is a
+    shortcut around the provers, never around the checker.
+    """
+    start = job.start
+    stored = answers.get(job.key) if answers else None
+    if stored is not None:
+        result = check_result(start.game, start.state, ProofResult.from_json(stored))
+        cached = True
+    else:
+        result = solve(
+            start, question=job.question, engine=job.engine, time_limit=job.time_limit
+        )
+        cached = False
+        if answers and settles(result, job.question):
+            answers.put(job.key, result.to_json())
+    return {
+        "game": job.game,
+        "start": start.describe(),
+        "position": start.game.position_to_json(start.state),
+        "result": result.to_json(),
+        "cached": cached,
+    }
+
+
+# -- guaranteed-winnable deals -------------------------------------------------------
+DEALS_FIELDS = ("game", "count", "difficulty", "seed")
+
+
+def _construct_devils_grip(seed: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    built = construct(seed)
+    return built.deal, built.line
+
+
+#: game name -> seed -> (deal, winning line). One line per game with a generator.
+GENERATORS: dict[str, Callable[[int], tuple[tuple[Any, ...], tuple[Any, ...]]]] = {
+    "devils-grip": _construct_devils_grip,
+}
+
+
+@dataclass(frozen=True)
+class DealsJob:
+    """Generate ``count`` guaranteed-winnable deals from ``seed``."""
+
+    game: str
+    count: int
+    difficulty: str
+    seed: int
+
+    @classmethod
+    def from_json(cls, data: Any, settings: Settings) -> DealsJob:
+        """Validate a deals request; a missing seed is drawn here, once."""
+        data = expect_object(data, "a deals request")
+        check_fields(data, DEALS_FIELDS, "a deals request")
+        game = get_game(get_string(data, "game", DEFAULT_GAME))
+        if game.name not in GENERATORS:
+            raise UnsupportedError(f"no deal generator for {game.name} yet")
+        count = get_integer(data, "count", 1, 1, MAX_DEALS)
+        difficulty = get_choice(data, "difficulty", DIFFICULTIES, "any")
+        if difficulty not in GRADED:
+            raise UnsupportedError(
+                f"difficulty {difficulty!r} needs the graded generator, which is not "
+                f"available yet; use {', '.join(sorted(GRADED))}"
+            )
+        seed = get_integer(data, "seed", secrets.randbits(63), 0, MAX_SEED)
+        job = cls(game.name, count, difficulty, seed)
+        if job.budget > settings.max_job_seconds:
+            raise InputError(f"'count' {count} is too large for one job")
+        return job
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the request as the worker receives it (seed included)."""
+        return {
+            "game": self.game,
+            "count": self.count,
+            "difficulty": self.difficulty,
+            "seed": self.seed,
+        }
+
+    @property
+    def budget(self) -> float:
+        """Return the seconds this job may take (before the margins)."""
+        return 1.0 + SECONDS_PER_DEAL * self.count
+
+
+def generate_deal(game_name: str, difficulty: str, seed: int) -> dict[str, Any]:
+    """Return one winnable deal with its checked winning line.
+
+    This is the one place the generator is called: the graded generator
+    replaces the body, and `GRADED` grows with it.
+    """
+    game = get_game(game_name)
+    deal, line = GENERATORS[game.name](seed)
+    notation = tuple(game.format_move(m) for m in line)
+    claim = ProofResult(
+        Status.WON, True, "construct", best_score=0, line=notation, method="built"
+    )
+    check_result(game, game.initial_state(deal), claim)
+    return {
+        "seed": seed,
+        "difficulty": difficulty,
+        "deal": [str(c) for c in deal],
+        "line": list(notation),
+    }
+
+
+def run_deals(job: DealsJob, progress: Progress | None = None) -> dict[str, Any]:
+    """Generate the deals of ``job``; deal ``i`` comes from seed ``seed + i``."""
+    deals = []
+    if progress:
+        progress({"done": 0, "total": job.count})
+    for i in range(job.count):
+        deals.append(generate_deal(job.game, job.difficulty, job.seed + i))
+        if progress:
+            progress({"done": i + 1, "total": job.count})
+    return {"game": job.game, "seed": job.seed, "deals": deals}
+
+
+# -- batches ----------------------------------------------------------------
+BATCH_FIELDS = ("game", "question", "engine", "time_limit", "items")
+ITEM_DEFAULTS = ("game", "question", "engine", "time_limit")
+
+
+def _parse_proof_item(
+    data: Any, settings: Settings, defaults: Mapping[str, Any]
+) -> ProofJob:
+    return ProofJob.from_json(data, settings, defaults)
+
+
+def _parse_case_item(
+    data: Any, settings: Settings, defaults: Mapping[str, Any]
+) -> ProofJob:
+    # Edge-case files (issue 8) plug in here through verifier.cases.run_case.
+    raise UnsupportedError("'case' items are not supported yet")
+
+
+#: Item kind -> parser. A batch item is ``{"kind": ..., ...}``; "proof" is the
+#: default kind.
+ITEM_KINDS: dict[str, Callable[[Any, Settings, Mapping[str, Any]], ProofJob]] = {
+    "proof": _parse_proof_item,
+    "case": _parse_case_item,
+}
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """Many proofs in one job, with per-item results and progress."""
+
+    items: tuple[ProofJob, ...]
+
+    @classmethod
+    def from_json(cls, data: Any, settings: Settings) -> BatchJob:
+        """Validate a batch; errors name the item, e.g. ``items[3]: ...``."""
+        data = expect_object(data, "a batch request")
+        check_fields(data, BATCH_FIELDS, "a batch request")
+        raw = data.get("items")
+        if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_ITEMS:
+            raise InputError(f"'items' must be a list of 1 to {MAX_ITEMS} items")
+        defaults = {k: data[k] for k in ITEM_DEFAULTS if data.get(k) is not None}
+        items = tuple(
+            _parse_item(i, item, settings, defaults) for i, item in enumerate(raw)
+        )
+        job = cls(items)
+        if job.budget > settings.max_job_seconds:
+            raise InputError(
+                f"the batch needs up to {job.budget:g} s (its time limits added "
+                f"up); the limit is {settings.max_job_seconds:g} s: split it or "
+                "lower 'time_limit'"
+            )
+        return job
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the request as the worker receives it (defaults applied)."""
+        return {"items": [item.to_json() for item in self.items]}
+
+    @property
+    def budget(self) -> float:
+        """Return the seconds this job may take (before the margins)."""
+        return sum(item.budget + ITEM_OVERHEAD for item in self.items)
+
+
+def _parse_item(
+    index: int, item: Any, settings: Settings, defaults: Mapping[str, Any]
+) -> ProofJob:
+    prefix = f"items[{index}]: "
+    try:
+        item = expect_object(item, "an item")
+        kind = get_choice(item, "kind", tuple(ITEM_KINDS), "proof")
+        return ITEM_KINDS[kind](item, settings, defaults)
+    except PatienceError as exc:
+        raise prefixed(exc, prefix) from None
+
+
+def run_batch(
+    job: BatchJob, answers: AnswerCache | None = None, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Prove every item; one item's error does not stop the others."""
+    results: list[dict[str, Any]] = []
+    counts: Counter[str] = Counter()
+    if progress:
+        progress({"done": 0, "total": len(job.items)})
+    for index, item in enumerate(job.items):
+        try:
+            out = run_proof(item, answers)
+            out.pop("position")
+            results.append({"index": index, "ok": True, **out})
+            counts[out["result"]["status"]] += 1
+        except (PatienceError, ResultCheckError) as exc:
+            results.append({"index": index, "ok": False, "error": error_json(exc)})
+            counts["failed"] += 1
+        if progress:
+            progress({"done": index + 1, "total": len(job.items), **counts})
+    return {"total": len(job.items), "counts": dict(counts), "items": results}
