@@ -1,0 +1,125 @@
+"""Edge-case files: every shipped case passes; wrong claims fail with evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from patience_encodings.cases import load_cases, run_case
+from service.cli import main
+from verifier.errors import InputError
+
+CASE_DIR = Path(__file__).resolve().parent.parent / "seeds" / "edge-cases"
+CASE_FILES = sorted(p for p in CASE_DIR.iterdir() if p.suffix in (".yaml", ".jsonl"))
+
+
+def shipped_cases():
+    for path in CASE_FILES:
+        for case in load_cases(path.read_text(), source=path.name):
+            yield pytest.param(case, id=f"{path.stem}:{case.id}")
+
+
+def test_devils_grip_case_file_is_large_enough():
+    cases = load_cases((CASE_DIR / "devils-grip.yaml").read_text())
+    assert len(cases) >= 40
+    assert {c.claim for c in cases} == {
+        "legal",
+        "illegal",
+        "after",
+        "winnable",
+        "dead",
+        "best_score",
+    }
+
+
+@pytest.mark.parametrize("case", shipped_cases())
+def test_every_shipped_case_passes(case):
+    result = run_case(case)
+    assert result.passed, result.evidence
+
+
+WRONG = """
+game: devils-grip
+cases:
+  - id: wrong-best-score
+    position: |
+      A1: 2S 5S
+      A2: 5H 8H JH
+      talon: JS 8S 2H
+    best_score: 2
+  - id: wrong-legal
+    position: |
+      A1: 2S
+      A2: 5H
+      stock: 5S 8S JS 2H 8H JH
+    legal: A2>A1
+  - id: wrong-reason
+    position: |
+      A1: 2S 5S
+      talon: 8S JS
+    illegal: T>A1
+    reason: "empty cell"
+  - id: wrong-winnable
+    position: |
+      A1: 5H 8H JH
+      talon: 2H
+    winnable: true
+"""
+
+
+def test_wrong_claims_fail_with_their_evidence():
+    results = {r.id: r for r in map(run_case, load_cases(WRONG))}
+    assert not any(r.passed for r in results.values())
+    score = results["wrong-best-score"].evidence
+    assert score["best_score"] == 3 and score["score_proven"]
+    assert score["status"] == "lost"
+    legal = results["wrong-legal"].evidence
+    assert legal["reason"] == "illegal: 5♥ does not fit on 2♠"
+    wrong_reason = results["wrong-reason"].evidence
+    assert wrong_reason["reason"] == "J♠ does not fit on 5♠"
+    assert wrong_reason["expected_reason"] == "empty cell"
+    dead = results["wrong-winnable"].evidence
+    assert dead["status"] == "lost" and dead["proven"]
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (
+            "- {id: x, position: 'A1: 2S', legal: A1>A2, dead: true}",
+            "exactly one claim",
+        ),
+        ("- {id: x, position: 'A1: 2S 2S 2S', dead: true}", "appears 3 times"),
+        ("- {id: x, deal: number 1, legal: 'A1>A9'}", "unknown cell"),
+        ("- {id: x, position: 'Z9: 2S', dead: true}", "unknown cell"),
+        ("- {id: x, dead: true}", "needs a 'position'"),
+        ("- {id: x, deal: number 1, best_score: -1}", "whole number"),
+        ("- {id: x, deal: number 1, colour: red, dead: true}", "unknown field"),
+        ("[unclosed", "malformed YAML"),
+        (
+            "- {id: a, deal: number 1, dead: true}\n"
+            "- {id: a, deal: number 2, dead: true}",
+            "used twice",
+        ),
+    ],
+)
+def test_malformed_case_files_are_named(text, message):
+    with pytest.raises(InputError, match=message):
+        load_cases(text)
+
+
+def test_cli_verify_cases_exit_codes(tmp_path, capsys):
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        "- id: ok\n  position: |\n    A1: 2S 5S\n    talon: JS 8S\n  legal: T>A1\n"
+    )
+    assert main(["verify-cases", str(good)]) == 0
+    assert "1 passed, 0 failed" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(WRONG)
+    assert main(["verify-cases", "--json", str(bad)]) == 1
+    assert capsys.readouterr().out.count('"passed": false') == 4
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("- {id: x, dead: true}")
+    assert main(["verify-cases", str(broken)]) == 2
