@@ -21,7 +21,7 @@ from worker.celery_app import make_celery
 from worker.settings import Settings
 from worker.store import Store
 
-from . import api
+from . import api, web
 from .broker import ConflictError, NotFoundError, Service
 
 #: Largest accepted request body: a batch of 1000 deals fits with room to spare.
@@ -53,6 +53,7 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.register_blueprint(api.bp)
+    app.register_blueprint(web.bp)
     register_error_handlers(app)
     return app
 

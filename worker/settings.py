@@ -27,9 +27,11 @@ def soft_limit(budget: float) -> float:
     """Return the soft time limit of a job that needs ``budget`` seconds.
 
     The provers enforce their own limit; the soft limit is the backstop that
-    lets the task clean up (kill its prover processes) if they overrun.
+    lets the task clean up (kill its prover processes) if they overrun. The
+    margin covers what follows the provers' own limit on a busy machine:
+    killing the portfolio's processes and replaying the line.
     """
-    return round(budget + max(1.0, 0.1 * budget), 3)
+    return round(budget + max(5.0, 0.2 * budget), 3)
 
 
 def hard_limit(budget: float) -> float:
