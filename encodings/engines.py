@@ -14,6 +14,8 @@ it leaves this module.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 import traceback
 from dataclasses import replace
@@ -22,11 +24,12 @@ from typing import Any, Protocol
 import billiard
 from billiard.connection import wait
 
+from verifier import besieged_fortress_search
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start
 from verifier.results import ProofResult, Question, Status, check_result
 
-from . import devils_grip_smt
+from . import besieged_fortress_sat, devils_grip_sat, devils_grip_smt
 
 
 class Prover(Protocol):
@@ -39,7 +42,12 @@ class Prover(Protocol):
 
 #: engine name -> game name -> prover. The CLI and API read their choices here.
 PROVERS: dict[str, dict[str, Prover]] = {
+    "sat": {
+        "devils-grip": devils_grip_sat.prove,
+        "besieged-fortress": besieged_fortress_sat.prove,
+    },
     "smt": {"devils-grip": devils_grip_smt.prove},
+    "search": {"besieged-fortress": besieged_fortress_search.prove},
 }
 #: Engines that ``auto`` runs side by side, where the game has them (the
 #: machine has few cores; SMT is the slower cross-check and runs on request).
@@ -167,12 +175,19 @@ def _portfolio(
                     return result
                 answers.append(result)
     finally:
-        for _, proc in running.values():
-            proc.terminate()
-            proc.join(timeout=1)
-            if proc.is_alive():
-                proc.kill()
+        _stop([proc for _, proc in running.values()])
     return _best_unsettled(answers, errors, list(provers), time_limit, question)
+
+
+def _stop(procs: list[Any]) -> None:
+    """Terminate prover processes at once, then kill any that linger."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        proc.join(timeout=0.5)
+        if proc.is_alive():
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.join(timeout=0.5)
 
 
 def _receive(conn) -> tuple[str, Any]:

@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -198,6 +199,77 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench.main(args, sys.stdout)
 
 
+def cmd_certify(args: argparse.Namespace) -> int:
+    """Prove a dead end and write a checkable certificate bundle."""
+    from patience_encodings import certificates, engines
+    from verifier.results import Question, Status
+
+    start = load_start(args)
+    question = Question.SCORE if args.score else Question.VERDICT
+    result = engines.solve(start, question=question, time_limit=args.time_limit)
+    if result.status is Status.WON:
+        print("the deal is won: its winning line is the proof", file=sys.stderr)
+        print("line: " + " ".join(result.line))
+        return EXIT_NO
+    if not engines.settles(result, question):
+        print(
+            f"not proven within {args.time_limit:g} s: no certificate", file=sys.stderr
+        )
+        return EXIT_NO
+    began = time.monotonic()
+    bundle = certificates.certify_result(start, result)
+    out = Path(args.output or _default_certificate_name(args))
+    certificates.write(bundle, out)
+    cnf, proof = bundle["cnf"], bundle["proof"]
+    print(f"{start.describe()}: {bundle['claim']['text']}")
+    print(
+        f"wrote {out}: CNF {cnf['variables']} variables, {cnf['clauses']} clauses; "
+        f"DRAT proof {proof['steps']} steps; {time.monotonic() - began:.2f} s"
+    )
+    return EXIT_OK
+
+
+def _default_certificate_name(args: argparse.Namespace) -> str:
+    stem = f"deal-{args.number}" if args.number is not None else Path(args.file).stem
+    return f"{stem}{'-score' if args.score else ''}.cert.json"
+
+
+def cmd_check_cert(args: argparse.Namespace) -> int:
+    """Check a certificate bundle with an independent DRAT checker."""
+    from patience_encodings import certificates
+
+    report = certificates.check(
+        certificates.read(Path(args.bundle)), checker=args.checker
+    )
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        for step in report.steps:
+            print(f"ok: {step}")
+        verdict = "VALID" if report.ok else "REJECTED"
+        print(f"{verdict}: {report.reason} ({report.seconds:.2f} s)")
+    return EXIT_OK if report.ok else EXIT_NO
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Print graded, proven, guaranteed-winnable deals (same seed, same deals)."""
+    from patience_encodings import generate
+
+    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    made = generate.generate(args.count, seed, args.difficulty, engine=args.engine)
+    for deal in made:
+        text = json.dumps(deal.to_json()) if args.json else generate.describe(deal)
+        print(text, flush=True)
+    return EXIT_OK
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    """Prove numbered deals on the workers (resumable) and write the report."""
+    from service import study
+
+    return study.main(args)
+
+
 # -- parser ----------------------------------------------------------------
 def _add_game(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -250,6 +322,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_solve)
 
+    p = sub.add_parser("certify", help="write a checkable certificate of a dead end")
+    _add_start(p)
+    p.add_argument("--score", action="store_true", help="certify the best score")
+    p.add_argument("-o", "--output", help="bundle file (.json or .json.gz)")
+    p.add_argument("--time-limit", type=float, default=60.0, help="seconds to prove")
+    p.set_defaults(func=cmd_certify)
+
+    p = sub.add_parser("check-cert", help="check a certificate bundle")
+    p.add_argument("bundle", help="certificate bundle file")
+    p.add_argument("--checker", default="dratify", choices=["dratify", "drup"])
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_check_cert)
+
+    p = sub.add_parser("generate", help="generate graded, winnable, proven deals")
+    p.add_argument("--count", type=int, default=1, help="number of deals")
+    p.add_argument("--seed", type=int, help="same seed, same deals (default random)")
+    p.add_argument(
+        "--difficulty", default="any", help="any, easy, medium, hard or expert"
+    )
+    p.add_argument("--engine", default=None, help="prover (default: sat)")
+    p.add_argument("--json", action="store_true", help="one JSON line per deal")
+    p.set_defaults(func=cmd_generate)
+
     p = sub.add_parser("bench", help="benchmark provers on numbered deals")
     _add_game(p)
     p.add_argument("--engine", default="auto", help="engines, comma-separated")
@@ -265,6 +360,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", default=None, help="prover for verdict claims")
     p.add_argument("--json", action="store_true", help="one JSON line per case")
     p.set_defaults(func=cmd_verify_cases)
+
+    p = sub.add_parser("study", help="prove many numbered deals on the workers")
+    _add_game(p)
+    p.add_argument("--numbers", required=True, help="e.g. 1-10000 or 1-20,50")
+    p.add_argument("--question", choices=["verdict", "score"], default="score")
+    p.add_argument("--engine", default="auto", help="prover (default auto)")
+    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per deal")
+    p.add_argument("--chunk", type=int, default=10, help="deals per batch job")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="local worker processes (without REDIS_URL; default: cores)",
+    )
+    p.add_argument("--out", default="docs/study", help="results and report folder")
+    p.add_argument("--report-only", action="store_true", help="only write the report")
+    p.set_defaults(func=cmd_study)
 
     cli_serve.register(sub)
     return parser

@@ -37,7 +37,6 @@ def _count_jobs(app) -> int:
         ("/v1/proofs", b'{"number": 1, "time_limit": -3}', 400, "bad_input", ""),
         ("/v1/proofs", b'{"number": 1, "speed": 3}', 400, "bad_input", "speed"),
         ("/v1/deals", b'{"count": 0}', 400, "bad_input", "'count'"),
-        ("/v1/deals", b'{"difficulty": "hard"}', 400, "unsupported", "graded"),
         ("/v1/batches", b'{"items": []}', 400, "bad_input", "'items'"),
         ("/v1/batches", b'{"items": [{"deal": "XX"}]}', 400, "bad_card", "items[0]"),
     ],

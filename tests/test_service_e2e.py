@@ -69,7 +69,7 @@ def test_dead_deal_is_proven_lost(api, wait_job):
 
 @needs_prover
 def test_dead_deal_score_comes_with_a_line_that_reaches_it(api, wait_job):
-    body = {"number": DEAD_NUMBER, "question": "score", "time_limit": 5}
+    body = {"number": DEAD_NUMBER, "question": "score", "time_limit": 30}
     _, job = _submit(api, "/v1/proofs", body)
     view = wait_job(api, job["links"]["self"], timeout=60)
     assert view["status"] == "done", view["error"]

@@ -113,7 +113,6 @@ def test_proof_job_round_trips_through_its_message():
         ({"count": 0}, InputError, "'count' must be between 1 and 1000"),
         ({"count": 10**9}, InputError, "'count' must be between"),
         ({"difficulty": "nightmare"}, InputError, "'difficulty' must be one of"),
-        ({"difficulty": "expert"}, UnsupportedError, "graded generator"),
         ({"seed": -5}, InputError, "'seed' must be between"),
         ({"game": "besieged-fortress"}, UnsupportedError, "no deal generator"),
         ({"colour": "red"}, InputError, "unknown field(s)"),

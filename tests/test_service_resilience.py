@@ -25,11 +25,11 @@ needs_prover = pytest.mark.skipif(
     not engines_for("devils-grip"), reason="no Devil's Grip prover registered yet"
 )
 
-#: Short limits: a job may take 6 s (9 s with margins), so 10 s of visibility.
+#: Short limits: a job may take 6 s (13 s with margins), so 15 s of visibility.
 FRAGILE_ENV = {
     "PATIENCE_MAX_TIME_LIMIT": "2",
     "PATIENCE_MAX_JOB_SECONDS": "6",
-    "PATIENCE_VISIBILITY_TIMEOUT": "10",
+    "PATIENCE_VISIBILITY_TIMEOUT": "15",
     "PATIENCE_RESTORE_INTERVAL": "1",
 }
 

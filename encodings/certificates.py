@@ -1,0 +1,317 @@
+"""Certificates of dead ends that anyone can check: CNF + DRAT proof + hashes.
+
+A dead-end verdict from our own code asks to be trusted; a certificate removes
+the need. It states a claim about a start (a deal or position):
+
+- ``verdict``: *no line wins*. The CNF is the SAT encoding of "some line
+  wins" (`devils_grip_sat_cnf.build_cnf`), and it is unsatisfiable.
+- ``score`` with bound k: *no line leaves fewer than k cards in the talon*.
+  The CNF encodes "some line leaves at most k − 1 cards", and it is
+  unsatisfiable. (That k is reached is shown by the line of the proof result.)
+
+The bundle is one JSON document (``.json``, or gzipped ``.json.gz``)::
+
+    {"format": "patience-certificate/1",
+     "game": "devils-grip",
+     "start": {...},                  # the deal or position, as given
+     "start_sha256": "...",           # of the canonical JSON of "start"
+     "claim": {"question": "verdict" | "score", "bound": k | null,
+               "text": "no line wins" | "no line leaves fewer than k cards"},
+     "encoding": {"name": "devils-grip-sat", "version": "..."},
+     "cnf": {"variables": V, "clauses": C, "sha256": "...", "dimacs": "p cnf ..."},
+     "proof": {"format": "drat", "steps": N, "sha256": "...", "text": "..."},
+     "software": {"name": "patience-prover", "version": "..."},
+     "created": "ISO date"}
+
+Checking (`check`) trusts none of it: it re-derives the CNF from the start with
+our encoder and compares hashes (so the formula really is about this deal),
+then checks the DRAT proof against the CNF with an independent checker
+(``dratify``, or ``drup``, pip packages that share no code with this project;
+``drat-trim cnf proof`` reads the same two texts). Proofs are kept small: the
+solver's proof is cut at the first empty clause, and when unit propagation
+alone refutes the formula (the usual case for verdicts, thanks to the implied
+constraints of the encoding) the proof is the empty clause alone.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gzip
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pysat.solvers import Solver
+
+from verifier.errors import InputError, UnsupportedError
+from verifier.formats import Start, start_from_json
+from verifier.results import ProofResult, Question, Status
+
+from . import devils_grip_sat_cnf
+
+FORMAT = "patience-certificate/1"
+CHECKERS = ("dratify", "drup")
+
+#: game name -> (encoding name, module with build_cnf(state, question, bound)).
+ENCODERS = {
+    "devils-grip": ("devils-grip-sat", devils_grip_sat_cnf),
+}
+
+
+def sha256(text: str) -> str:
+    """Return the hex SHA-256 of ``text`` (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical_json(data: Any) -> str:
+    """Return the canonical JSON text that ``start_sha256`` hashes."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def start_json(start: Start) -> dict[str, Any]:
+    """Return the JSON form of a start: number, deal or position."""
+    game = start.game
+    if start.number is not None:
+        return {"game": game.name, "number": start.number}
+    if start.deal is not None:
+        return {"game": game.name, "deal": [str(c) for c in start.deal]}
+    return game.position_to_json(start.state) | {"game": game.name}
+
+
+def claim_text(question: Question, bound: int | None) -> str:
+    """Return the claim in words."""
+    if question is Question.VERDICT:
+        return "no line wins"
+    cards = "card" if bound == 1 else "cards"
+    return f"no line leaves fewer than {bound} {cards} in the talon"
+
+
+def _encoder(game_name: str):
+    if game_name not in ENCODERS:
+        raise UnsupportedError(f"no certificate encoding for {game_name}")
+    return ENCODERS[game_name]
+
+
+def formula(start: Start, question: Question, bound: int | None) -> str:
+    """Return the DIMACS text of the claim's CNF (deterministic)."""
+    _, module = _encoder(start.game.name)
+    if question is Question.VERDICT:
+        cnf, _ = module.build_cnf(start.state, Question.VERDICT)
+    else:
+        if bound is None or bound < 1:
+            raise InputError("a score certificate needs a bound of at least 1")
+        cnf, _ = module.build_cnf(start.state, Question.SCORE, bound=bound - 1)
+    return cnf.to_dimacs() + "\n"
+
+
+# -- making ----------------------------------------------------------------------
+def certify(start: Start, question: Question, bound: int | None = None) -> dict:
+    """Return a certificate bundle for the claim; raise if the claim is false.
+
+    ``bound`` is the proven best score for a score certificate.
+    """
+    dimacs = formula(start, question, bound)
+    proof = refutation(dimacs)
+    name, module = _encoder(start.game.name)
+    data = start_json(start)
+    clauses = [line for line in dimacs.splitlines() if line and line[0] not in "pc"]
+    return {
+        "format": FORMAT,
+        "game": start.game.name,
+        "start": data,
+        "start_sha256": sha256(canonical_json(data)),
+        "claim": {
+            "question": question.value,
+            "bound": bound if question is Question.SCORE else None,
+            "text": claim_text(question, bound),
+        },
+        "encoding": {"name": name, "version": getattr(module, "ENCODING_VERSION", "1")},
+        "cnf": {
+            "variables": int(dimacs.split("\n", 1)[0].split()[2]),
+            "clauses": len(clauses),
+            "sha256": sha256(dimacs),
+            "dimacs": dimacs,
+        },
+        "proof": {
+            "format": "drat",
+            "steps": proof.count("\n"),
+            "sha256": sha256(proof),
+            "text": proof,
+        },
+        "software": {"name": "patience-prover", "version": _version()},
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def certify_result(start: Start, result: ProofResult) -> dict:
+    """Return the certificate that backs a proven ``lost`` result."""
+    if result.status is not Status.LOST or not result.proven:
+        raise UnsupportedError("certificates are for proven dead ends")
+    if result.score_proven:
+        return certify(start, Question.SCORE, result.best_score)
+    return certify(start, Question.VERDICT)
+
+
+def refutation(dimacs: str) -> str:
+    """Return a small DRAT refutation of ``dimacs``; raise if it is satisfiable.
+
+    Unit propagation alone refutes most of our formulas; then the proof is the
+    empty clause. Otherwise CaDiCaL's proof, cut at its first empty clause.
+    """
+    from dratify import check_proof, parse_dimacs
+
+    cnf = parse_dimacs(dimacs)
+    if check_proof(cnf, "0\n").ok:
+        return "0\n"
+    clauses = [
+        [int(v) for v in line.split()[:-1]]
+        for line in dimacs.splitlines()
+        if line and line[0] not in "pc"
+    ]
+    with Solver(name="cadical195", bootstrap_with=clauses, with_proof=True) as solver:
+        if solver.solve():
+            raise InputError("the claim is false: the formula is satisfiable")
+        steps = list(solver.get_proof())
+    cut = steps.index("0") + 1 if "0" in steps else len(steps)
+    return "\n".join(steps[:cut]) + "\n"
+
+
+# -- files ---------------------------------------------------------------------------
+def write(bundle: dict, path: Path) -> None:
+    """Write a bundle as JSON (gzipped when the name ends in ``.gz``)."""
+    text = json.dumps(bundle, indent=1)
+    if path.suffix == ".gz":
+        path.write_bytes(gzip.compress(text.encode("utf-8")))
+    else:
+        path.write_text(text, encoding="utf-8")
+
+
+def read(path: Path) -> dict:
+    """Read a bundle file; a file that is not one is bad input."""
+    try:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        data = json.loads(raw.decode("utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"no such file: {path}") from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a certificate bundle ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InputError(f"{path}: not a certificate bundle (format is not {FORMAT})")
+    return data
+
+
+# -- checking -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CheckReport:
+    """The outcome of checking a bundle, with every step taken."""
+
+    ok: bool
+    reason: str
+    steps: tuple[str, ...]
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "ok": self.ok,
+            "reason": self.reason,
+            "steps": list(self.steps),
+            "seconds": self.seconds,
+        }
+
+
+class _Reject(Exception):
+    pass
+
+
+def check(bundle: dict, *, checker: str = "dratify") -> CheckReport:
+    """Check a bundle: hashes, re-derived CNF, then the independent proof check."""
+    began = time.monotonic()
+    steps: list[str] = []
+    try:
+        _check_steps(bundle, checker, steps)
+    except _Reject as exc:
+        return CheckReport(False, str(exc), tuple(steps), _since(began))
+    return CheckReport(True, "certificate checks", tuple(steps), _since(began))
+
+
+def _since(began: float) -> float:
+    return round(time.monotonic() - began, 3)
+
+
+def _field(data: dict, *keys: str) -> Any:
+    value: Any = data
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            raise _Reject(f"bundle lacks {'.'.join(keys)}")
+        value = value[key]
+    return value
+
+
+def _check_steps(bundle: dict, checker: str, steps: list[str]) -> None:
+    if checker not in CHECKERS:
+        raise _Reject(f"unknown checker {checker!r} (known: {', '.join(CHECKERS)})")
+    start_data = _field(bundle, "start")
+    if sha256(canonical_json(start_data)) != _field(bundle, "start_sha256"):
+        raise _Reject(
+            "the start does not match start_sha256 (deal or position changed)"
+        )
+    steps.append("start matches its hash")
+    try:
+        start = start_from_json(start_data)
+    except InputError as exc:
+        raise _Reject(
+            f"the start is not a valid deal or position: {exc.message}"
+        ) from None
+    question = Question(_field(bundle, "claim", "question"))
+    bound = _field(bundle, "claim", "bound")
+    dimacs = _field(bundle, "cnf", "dimacs")
+    if sha256(dimacs) != _field(bundle, "cnf", "sha256"):
+        raise _Reject("the CNF text does not match cnf.sha256 (clauses changed)")
+    steps.append("CNF text matches its hash")
+    rederived = formula(start, question, bound)
+    if sha256(rederived) != sha256(dimacs):
+        raise _Reject(
+            "the CNF is not our encoding of this start and claim "
+            f"(re-derived sha256 {sha256(rederived)[:16]}…, "
+            f"bundle {sha256(dimacs)[:16]}…)"
+        )
+    steps.append(f"CNF re-derived from the start: {claim_text(question, bound)}")
+    proof = _field(bundle, "proof", "text")
+    if sha256(proof) != _field(bundle, "proof", "sha256"):
+        raise _Reject("the proof text does not match proof.sha256 (proof changed)")
+    steps.append("proof text matches its hash")
+    verdict, detail = _independent_check(dimacs, proof, checker)
+    if not verdict:
+        raise _Reject(f"{checker} rejects the proof: {detail}")
+    steps.append(f"{checker}: {detail}")
+
+
+def _independent_check(dimacs: str, proof: str, checker: str) -> tuple[bool, str]:
+    """Run a third-party DRAT/DRUP checker; return (valid, its words)."""
+    if checker == "dratify":
+        from dratify import check_proof, parse_dimacs
+
+        result = check_proof(parse_dimacs(dimacs), proof)
+        return bool(result.ok), str(result.reason)
+    import drup
+
+    # drup reads DRUP (no deletion lines); deletions only speed checking up.
+    lemmas = "\n".join(
+        line for line in proof.splitlines() if line and not line.startswith("d")
+    )
+    result = drup.check_proof_from_strings(dimacs, lemmas + "\n")
+    return result.outcome == drup.Outcome.VALID, str(result.outcome)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("patience-prover")
+    except metadata.PackageNotFoundError:
+        return "unknown"

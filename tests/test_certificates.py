@@ -1,0 +1,107 @@
+"""Certificates: CNF + DRAT proof + hashes, checked by an independent checker."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from dg_helpers import position
+
+from patience_encodings import certificates as cert
+from patience_encodings import engines
+from service.cli import main
+from verifier.formats import Start, read_start, start_from_number
+from verifier.registry import get_game
+from verifier.results import Question, Status
+
+VECTORS = Path(__file__).resolve().parent.parent / "seeds" / "vectors"
+GAME = get_game("devils-grip")
+
+
+@pytest.fixture(scope="module")
+def late_dead():
+    """A dead position with 13 stock cards, its proven best score and bundle."""
+    start = read_start((VECTORS / "devils-grip-dead-13-stock.json").read_text())
+    result = engines.solve(start, question=Question.SCORE, time_limit=120)
+    assert result.status is Status.LOST and result.score_proven
+    return start, result, cert.certify_result(start, result)
+
+
+def test_dead_deal_verdict_certificate_checks():
+    bundle = cert.certify(start_from_number(GAME, 1), Question.VERDICT)
+    report = cert.check(bundle)
+    assert report.ok, report.reason
+    assert bundle["claim"]["text"] == "no line wins"
+    assert bundle["cnf"]["clauses"] > 10_000
+    assert any("CNF re-derived" in step for step in report.steps)
+
+
+def test_score_certificate_needs_a_real_proof_and_checks(late_dead):
+    _, result, bundle = late_dead
+    assert bundle["claim"]["bound"] == result.best_score
+    assert bundle["proof"]["steps"] > 100  # not refuted by unit propagation alone
+    report = cert.check(bundle)
+    assert report.ok, report.reason
+    assert report.seconds < 30
+
+
+def test_false_claims_get_no_certificate(late_dead):
+    start, result, _ = late_dead
+    with pytest.raises(cert.InputError, match="claim is false"):
+        cert.certify(start, Question.SCORE, result.best_score + 1)
+
+
+def test_dropped_clause_is_rejected(late_dead):
+    bundle = copy.deepcopy(late_dead[2])
+    lines = bundle["cnf"]["dimacs"].split("\n")
+    del lines[7]
+    bundle["cnf"]["dimacs"] = "\n".join(lines)
+    assert cert.check(bundle).reason.startswith("the CNF text does not match")
+    bundle["cnf"]["sha256"] = cert.sha256(bundle["cnf"]["dimacs"])
+    assert cert.check(bundle).reason.startswith("the CNF is not our encoding")
+
+
+def test_changed_proof_line_is_rejected(late_dead):
+    bundle = copy.deepcopy(late_dead[2])
+    lines = bundle["proof"]["text"].split("\n")
+    index = next(i for i, line in enumerate(lines) if line and line[0] != "d")
+    lines[index] = "0"  # the empty clause, too early: unit propagation cannot refute
+    bundle["proof"]["text"] = "\n".join(lines)
+    assert "proof.sha256" in cert.check(bundle).reason
+    bundle["proof"]["sha256"] = cert.sha256(bundle["proof"]["text"])
+    report = cert.check(bundle)
+    assert not report.ok and report.reason.startswith("dratify rejects the proof")
+
+
+def test_another_deals_start_is_rejected():
+    bundle = cert.certify(start_from_number(GAME, 1), Question.VERDICT)
+    bundle["start"] = {"game": "devils-grip", "number": 2}
+    assert "start_sha256" in cert.check(bundle).reason
+    bundle["start_sha256"] = cert.sha256(cert.canonical_json(bundle["start"]))
+    assert cert.check(bundle).reason.startswith("the CNF is not our encoding")
+
+
+def test_drup_checks_a_small_certificate():
+    state = position({"A1": "2S 5S 8S", "A2": "5H 8H JH"}, talon="2H JS")
+    bundle = cert.certify(Start(GAME, state, "position"), Question.SCORE, 1)
+    report = cert.check(bundle, checker="drup")
+    assert report.ok and "VALID" in report.steps[-1]
+
+
+def test_cli_certify_and_check(tmp_path, capsys):
+    out = tmp_path / "deal-1.cert.json.gz"
+    assert main(["certify", "--number", "1", "-o", str(out)]) == 0
+    assert "no line wins" in capsys.readouterr().out
+    assert main(["check-cert", str(out)]) == 0
+    assert "VALID: certificate checks" in capsys.readouterr().out
+    bundle = cert.read(out)
+    bundle["start_sha256"] = "0" * 64
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(bundle))
+    assert main(["check-cert", str(broken)]) == 1
+    assert "REJECTED" in capsys.readouterr().out
+    junk = tmp_path / "junk.json"
+    junk.write_text("{}")
+    assert main(["check-cert", str(junk)]) == 2

@@ -1,0 +1,273 @@
+"""The SAT encoding of Devil's Grip: exact, complete, sound, deterministic.
+
+- Completeness (UNSAT means no line): every real line -- constructed wins,
+  random lines with swaps and late merges -- is a model of the formula without
+  the dominance restrictions (`line_assignment`), and fits the slots 0..n.
+- Soundness: every answer's line replays with the reference engine.
+- Exactness of the optimum: on late-game positions the proven best score and
+  verdict agree with an unpruned exhaustive search, with and without the
+  dominance restrictions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterator
+
+import pytest
+from dg_helpers import position, winnable_position
+from pysat.solvers import Solver
+
+from patience_encodings import devils_grip_sat as sat
+from patience_encodings import engines
+from patience_encodings.devils_grip_sat_cnf import build_cnf, build_encoding
+from patience_encodings.devils_grip_sat_lines import (
+    decode,
+    line_assignment,
+    trace_line,
+)
+from verifier import devils_grip as dg
+from verifier.devils_grip_construct import construct
+from verifier.formats import start_from_deal
+from verifier.replay import replay
+from verifier.results import Question, Status, check_result
+
+
+# -- references ----------------------------------------------------------------------
+def brute_best_score(state: dg.State) -> int:
+    """Least talon count over every line without swaps (no pruning at all)."""
+    memo: dict = {}
+
+    def best(s: dg.State) -> int:
+        key = (tuple(sorted(s.grid)), len(s.stock), s.talon)
+        if key not in memo:
+            if dg.is_stuck(s):
+                memo[key] = len(s.talon)
+            else:
+                moves = dg.legal_moves(s, swaps=False)
+                memo[key] = min(best(dg.apply(s, m)) for m in moves)
+        return memo[key]
+
+    return best(state)
+
+
+def random_line(state: dg.State, rng: random.Random) -> list[dg.Move]:
+    """Play random legal moves (swaps and late merges included) until stuck."""
+    line: list[dg.Move] = []
+    while not dg.is_stuck(state):
+        moves = dg.legal_moves(state)
+        links = [m for m in moves if isinstance(m, dg.Merge | dg.TalonPlay)]
+        roll = rng.random()
+        if roll < 0.05:
+            move = rng.choice([m for m in moves if isinstance(m, dg.Swap)])
+        elif links and (roll < 0.75 or not state.stock):
+            move = rng.choice(links)
+        else:
+            move = dg.DEAL
+        line.append(move)
+        state = dg.apply(state, move)
+    return line
+
+
+def late_positions(count: int, seed: int, max_stock: int = 9) -> Iterator[dg.State]:
+    """Positions late in constructed wins, then a few random moves off course."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        built = construct(rng.randrange(1 << 30))
+        state = dg.initial_state(built.deal)
+        cut = rng.randrange(len(built.line))
+        for i, move in enumerate(built.line):
+            if isinstance(move, dg.Swap):
+                break
+            if len(state.stock) <= max_stock and i >= cut:
+                break
+            state = dg.apply(state, move)
+        for _ in range(rng.randrange(8)):
+            moves = dg.legal_moves(state, swaps=False)
+            if not moves:
+                break
+            state = dg.apply(state, rng.choice(moves))
+        yield state
+
+
+def jammed_positions(count: int, seed: int) -> Iterator[dg.State]:
+    """Numbered deals played at random down to 6..15 stock cards: big talons."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        state = dg.initial_state(dg.numbered_deal(rng.randrange(1, 10**6)))
+        max_stock = rng.randrange(6, 16)
+        while len(state.stock) > max_stock:
+            moves = dg.legal_moves(state, swaps=False)
+            links = [m for m in moves if isinstance(m, dg.Merge | dg.TalonPlay)]
+            if links and rng.random() < 0.8:
+                state = dg.apply(state, rng.choice(links))
+            else:
+                state = dg.apply(state, dg.DEAL)
+        yield state
+
+
+def assignment_is_model(cnf_clauses: list[list[int]], values: dict[int, bool]) -> bool:
+    """Return whether the clauses are satisfiable with ``values`` fixed."""
+    with Solver(name=sat.SOLVER, bootstrap_with=cnf_clauses) as solver:
+        return solver.solve(assumptions=[v if b else -v for v, b in values.items()])
+
+
+# -- completeness: every line is a model -------------------------------------------
+@pytest.mark.parametrize("seed", range(6))
+def test_constructed_winning_lines_are_models_and_fit_the_slots(seed):
+    built = construct(seed)
+    state = dg.initial_state(built.deal)
+    placements = sum(isinstance(m, dg.Merge | dg.TalonPlay) for m in built.line)
+    deals = sum(m == dg.DEAL for m in built.line)
+    assert placements == 72 and deals <= 24  # the horizon argument, checked
+    enc = build_encoding(state, Question.VERDICT, dominance=False)
+    trace = trace_line(enc.layout, built.line)
+    assert all(0 <= t < enc.layout.n for t in trace.events)
+    assert all(0 <= t <= enc.layout.n for t in trace.slot_of.values())
+    assert assignment_is_model(enc.clauses, line_assignment(enc, built.line))
+
+
+@pytest.mark.parametrize("number", range(1, 9))
+def test_random_lines_are_models_of_the_score_formula(number):
+    state = dg.initial_state(dg.numbered_deal(number))
+    line = random_line(state, random.Random(number))
+    outcome = replay(dg.GAME, state, line)
+    assert outcome.ok and outcome.stuck
+    enc_plain = build_encoding(state, Question.SCORE, dominance=False)
+    enc_plain.add_score_bound(outcome.score, outcome.score)
+    assert assignment_is_model(enc_plain.clauses, line_assignment(enc_plain, line))
+    if outcome.score > 0:  # a bound one below the line's score excludes it
+        enc_tight = build_encoding(state, Question.SCORE, dominance=False)
+        enc_tight.add_score_bound(outcome.score - 1, outcome.score - 1)
+        values = line_assignment(enc_tight, line)
+        assert not assignment_is_model(enc_tight.clauses, values)
+
+
+def test_mid_game_positions_with_talon_are_encoded_completely():
+    rng = random.Random(7)
+    for state in [*late_positions(6, seed=11), *jammed_positions(3, seed=5)]:
+        line = random_line(state, rng)
+        enc = build_encoding(state, Question.SCORE, dominance=False)
+        assert assignment_is_model(enc.clauses, line_assignment(enc, line))
+
+
+# -- soundness and answers ------------------------------------------------------------
+@pytest.mark.parametrize("number", range(1, 21))
+def test_numbered_deals_are_proven_lost(number):
+    state = dg.initial_state(dg.numbered_deal(number))
+    result = sat.prove(state, question=Question.VERDICT, time_limit=30)
+    assert result.status is Status.LOST and result.proven
+    assert "UNSAT" in result.method and result.lower_bound == 1
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_constructed_deals_are_won_with_a_line_that_replays(seed):
+    state = dg.initial_state(construct(seed).deal)
+    result = sat.prove(state, question=Question.VERDICT, time_limit=30)
+    assert result.status is Status.WON and result.best_score == 0
+    outcome = replay(dg.GAME, state, dg.parse_moves("\n".join(result.line)))
+    assert outcome.won
+
+
+def test_hand_made_positions():
+    state, _ = winnable_position()
+    for question in Question:
+        result = sat.prove(state, question=question, time_limit=30)
+        assert result.status is Status.WON
+        check_result(dg.GAME, state, result)
+    dead = position({"A1": "2S 5S 8S", "A2": "5H 8H JH"}, talon="2H JS")
+    result = sat.prove(dead, question=Question.SCORE, time_limit=30)
+    assert (result.status, result.best_score, result.score_proven) == (
+        Status.LOST,
+        1,
+        True,
+    )
+    assert sat.prove(dead, question=Question.VERDICT, time_limit=30).proven
+
+
+def test_won_position_needs_only_the_sorting_swaps():
+    state = dg.initial_state(construct(3).deal)
+    for move in construct(3).line:
+        if isinstance(move, dg.Swap):
+            break
+        state = dg.apply(state, move)
+    result = sat.prove(state, question=Question.VERDICT, time_limit=30)
+    assert result.status is Status.WON
+    assert all("<>" in move for move in result.line)
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_best_score_and_verdict_agree_with_exhaustive_search(chunk):
+    states = [*late_positions(8, seed=100 + chunk), *jammed_positions(3, seed=chunk)]
+    for state in states:
+        expected = brute_best_score(state)
+        for dominance in (True, False):
+            result = _score(state, dominance)
+            assert result.score_proven and result.best_score == expected
+        verdict = sat.prove(state, question=Question.VERDICT, time_limit=30)
+        assert (verdict.status is Status.WON) == (expected == 0)
+
+
+def _score(state: dg.State, dominance: bool):
+    return sat.solve_position(
+        state, question=Question.SCORE, time_limit=60, dominance=dominance
+    )
+
+
+def test_score_of_an_early_position_is_proven_with_a_line():
+    built = construct(5)
+    state = dg.initial_state(built.deal)
+    for move in built.line[:30]:
+        state = dg.apply(state, move)
+    state = dg.apply(state, dg.DEAL) if state.stock else state
+    result = sat.prove(state, question=Question.SCORE, time_limit=60)
+    assert result.score_proven or result.status is Status.WON
+    check_result(dg.GAME, state, result)
+
+
+def test_time_limit_returns_the_best_line_so_far():
+    state = dg.initial_state(dg.numbered_deal(1))
+    result = sat.prove(state, question=Question.SCORE, time_limit=2.0)
+    assert result.status is Status.LOST and result.proven  # no win: proven
+    assert not result.score_proven and result.best_score is not None
+    assert result.elapsed < 6
+    check_result(dg.GAME, state, result)
+
+
+# -- the formula itself ------------------------------------------------------------
+def test_build_cnf_is_deterministic():
+    state = dg.initial_state(dg.numbered_deal(42))
+    digests = set()
+    for _ in range(2):
+        cnf, _ = build_cnf(state, Question.SCORE, bound=12)
+        text = "\n".join(" ".join(map(str, c)) for c in cnf.clauses)
+        digests.add(hashlib.sha256(f"{cnf.nv}\n{text}".encode()).hexdigest())
+    assert len(digests) == 1
+
+
+def test_score_bound_formula_is_unsat_below_the_optimum():
+    state = next(jammed_positions(1, seed=42))
+    best = sat.prove(state, question=Question.SCORE, time_limit=60)
+    assert best.score_proven and best.best_score > 0
+    for bound, expected in ((best.best_score, True), (best.best_score - 1, False)):
+        cnf, _ = build_cnf(state, Question.SCORE, bound=bound)
+        with Solver(name=sat.SOLVER, bootstrap_with=cnf.clauses) as solver:
+            assert solver.solve() is expected
+
+
+def test_decoded_models_replay_step_by_step():
+    state = dg.initial_state(dg.numbered_deal(5))
+    cnf, enc = build_cnf(state, Question.SCORE)
+    with Solver(name=sat.SOLVER, bootstrap_with=cnf.clauses) as solver:
+        assert solver.solve()
+        moves = decode(enc, solver.get_model())
+    assert replay(dg.GAME, state, moves).ok
+
+
+# -- the registry and the runner ---------------------------------------------------
+def test_registered_and_run_in_a_child_process():
+    assert engines.PROVERS["sat"]["devils-grip"] is sat.prove
+    start = start_from_deal(dg.GAME, construct(1).deal)
+    result = engines.solve(start, engine="sat", time_limit=30)
+    assert result.status is Status.WON and result.engine == "sat"
