@@ -49,9 +49,13 @@ PROVERS: dict[str, dict[str, Prover]] = {
     "smt": {"devils-grip": devils_grip_smt.prove},
     "search": {"besieged-fortress": besieged_fortress_search.prove},
 }
-#: Engines that ``auto`` runs side by side, where the game has them (the
-#: machine has few cores; SMT is the slower cross-check and runs on request).
-PORTFOLIO = ("sat", "search")
+#: Engines that ``auto`` runs side by side, per game (the machine has few
+#: cores: SMT is the slower cross-check and runs on request; Besieged
+#: Fortress's SAT encoding finds wins only in small positions).
+PORTFOLIO: dict[str, tuple[str, ...]] = {
+    "devils-grip": ("sat", "search"),
+    "besieged-fortress": ("search",),
+}
 
 AUTO = "auto"
 #: The longest time limit a caller may ask for, in seconds.
@@ -80,7 +84,8 @@ def _select(game_name: str, engine: str) -> dict[str, Prover]:
     if engine == AUTO:
         if not available:
             raise UnsupportedError(f"no prover for {game_name}")
-        chosen = [name for name in PORTFOLIO if name in available] or available
+        preferred = PORTFOLIO.get(game_name, ())
+        chosen = [name for name in preferred if name in available] or available
         return {name: PROVERS[name][game_name] for name in chosen}
     if engine not in PROVERS:
         raise UnsupportedError(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from . import devils_grip
+from . import besieged_fortress, devils_grip
 from .errors import UnknownGameError
 from .game import Game
 
 GAMES: dict[str, Game] = {
     devils_grip.GAME.name: devils_grip.GAME,
+    besieged_fortress.GAME.name: besieged_fortress.GAME,
 }
 
 DEFAULT_GAME = devils_grip.GAME.name

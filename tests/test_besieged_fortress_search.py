@@ -1,0 +1,205 @@
+"""The Besieged Fortress search prover: verdicts, lines, and each reduction held
+against a search without it (or against brute force) on small positions."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verifier import besieged_fortress as bf
+from verifier import besieged_fortress_search as bfs
+from verifier.cards import Card
+from verifier.errors import UnsupportedError
+from verifier.replay import replay
+from verifier.results import Question, Status
+
+#: Lost positions found by random generation; every one is dead by brute force.
+LOST = [
+    # stuck at once: no legal move
+    "1: 10H 8C JH | 2: 10C 9C | 3: JC | 4: JS | 5: QS 8H KC | 6: KH QC KS |"
+    "7: 10S KD | 8: QH QD 9H | F: 9S 7H JD 7C",
+    # a few moves, then nothing more
+    "1: 10D JS 7D | 2: KS 9C | 3: QD JH KC | 4: QC 8D JC | 5: QH 10S KH |"
+    "6: 10C JD | 7: QS 9D | 8: KD 6D | F: 9S 10H 5D 8C",
+    "1: KS | 2: 8C 7C KD | 3: JS | 4: 8S KC | 5: 10H 9C | 6: QD QS QC JC KH |"
+    "7: QH JH | 8: 10C 10S 9S 9H | F: 7S 8H JD 6C",
+]
+
+
+def pos(text: str) -> bf.State:
+    return bf.parse_position_text(text.replace("|", "\n"))
+
+
+def random_position(rng: random.Random, in_rows: int, all_rows: bool) -> bf.State:
+    """Return a position with ``in_rows`` cards (the top of some suits) in rows."""
+    counts = [0, 0, 0, 0]
+    while sum(counts) < in_rows:
+        suit = rng.randrange(4)
+        counts[suit] = min(12, counts[suit] + 1)
+    cards = [Card(r, s) for s in range(4) for r in range(14 - counts[s], 14)]
+    rng.shuffle(cards)
+    rows: list[list[Card]] = [[] for _ in range(8)]
+    for i, card in enumerate(cards):
+        rows[i if all_rows and i < 8 else rng.randrange(8)].append(card)
+    tops = tuple(13 - n for n in counts)
+    return bf.validate_state(bf.State(tuple(map(tuple, rows)), tops))  # type: ignore[arg-type]
+
+
+def brute_force_winnable(state: bf.State) -> bool:
+    """Return whether a won position is reachable: every legal move, no reduction
+    but the rows-as-a-multiset key (itself tested in `test_rows_are_interchangeable`).
+    """
+    seen = {(tuple(sorted(state.rows)), state.foundations)}
+    todo = [state]
+    while todo:
+        current = todo.pop()
+        if bf.is_won(current):
+            return True
+        for move in bf.legal_moves(current):
+            nxt = bf.apply(current, move)
+            k = (tuple(sorted(nxt.rows)), nxt.foundations)
+            if k not in seen:
+                seen.add(k)
+                todo.append(nxt)
+    return False
+
+
+def search_verdict(state: bf.State, **options) -> bool:
+    return bfs.Search(**options).run(state) is not None
+
+
+# -- verdicts and lines ----------------------------------------------------------------
+def test_won_deal_comes_with_a_replayed_winning_line():
+    state = bf.initial_state(bf.numbered_deal(8))
+    result = bfs.prove(state, time_limit=30)
+    assert result.status is Status.WON and result.proven and result.best_score == 0
+    outcome = replay(bf.GAME, state, bf.parse_moves("\n".join(result.line)))
+    assert outcome.ok and outcome.won
+
+
+def test_lost_deal_is_proven_by_exhausted_search_and_says_so():
+    state = bf.initial_state(bf.numbered_deal(5))
+    result = bfs.prove(state, time_limit=30)
+    assert result.status is Status.LOST and result.proven
+    assert result.method.startswith("search exhausted: ")
+    assert result.line == () and result.best_score is None
+
+
+@pytest.mark.parametrize("text", LOST)
+def test_lost_positions_agree_with_brute_force(text):
+    state = pos(text)
+    assert not brute_force_winnable(state)
+    result = bfs.prove(state)
+    assert result.status is Status.LOST and result.proven
+
+
+def test_running_out_of_time_is_unknown_never_lost():
+    state = bf.initial_state(bf.numbered_deal(51))  # hard: > 0.05 s either way
+    result = bfs.prove(state, time_limit=0.05)
+    assert result.status is Status.UNKNOWN and not result.proven
+    assert "time limit" in result.method
+
+
+def test_best_score_is_unsupported():
+    state = bf.initial_state(bf.numbered_deal(5))
+    with pytest.raises(UnsupportedError):
+        bfs.prove(state, question=Question.SCORE, time_limit=1)
+    assert bf.GAME.has_score is False
+
+
+def test_sorted_start_is_won_by_finishing_moves_alone():
+    state = pos(
+        "1: KS QH JD 10C | 2: KH QS JS 10S 9D | 3: KD QD 10D 9S |"
+        "4: KC QC JC | F: 8S JH 8D 9C"
+    )
+    result = bfs.prove(state)
+    assert result.status is Status.WON and all(m.endswith(">F") for m in result.line)
+
+
+# -- reductions against searches without them ------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32), in_rows=st.integers(4, 11))
+def test_search_verdicts_match_brute_force(seed, in_rows):
+    state = random_position(random.Random(seed), in_rows, all_rows=True)
+    assert search_verdict(state) == brute_force_winnable(state)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), in_rows=st.integers(14, 22))
+def test_safe_foundation_moves_never_change_a_verdict(seed, in_rows):
+    state = random_position(random.Random(seed), in_rows, all_rows=True)
+    assert search_verdict(state) == search_verdict(state, safe=False)
+
+
+def safe_move(state: bf.State) -> bf.Move | None:
+    """Return a foundation move the search would make at once, if any."""
+    for i, row in enumerate(state.rows):
+        if row and bfs.is_safe(bfs.encode(row[-1]), list(state.foundations)):
+            return bf.HomeMove(i)
+    return None
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32), in_rows=st.integers(4, 11))
+def test_a_safe_move_keeps_a_winnable_position_winnable(seed, in_rows):
+    # The claim itself, by brute force: P winnable <=> P + (safe move) winnable.
+    state = random_position(random.Random(seed), in_rows, all_rows=True)
+    move = safe_move(state)
+    if move is not None:
+        after = bf.apply(state, move)
+        assert brute_force_winnable(after) == brute_force_winnable(state)
+
+
+@pytest.mark.parametrize("text", LOST)
+def test_safe_moves_in_lost_positions_keep_them_lost(text):
+    state = pos(text)
+    move = safe_move(state)
+    while move is not None:
+        state = bf.apply(state, move)
+        assert not brute_force_winnable(state)
+        move = safe_move(state)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32), in_rows=st.integers(10, 22))
+def test_rows_are_interchangeable(seed, in_rows):
+    rng = random.Random(seed)
+    state = random_position(rng, in_rows, all_rows=True)
+    order = list(range(8))
+    rng.shuffle(order)
+    permuted = bf.State(tuple(state.rows[i] for i in order), state.foundations)
+    assert bfs.key(bfs.to_internal(state)[0]) == bfs.key(bfs.to_internal(permuted)[0])
+    assert search_verdict(state) == search_verdict(permuted)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32), in_rows=st.integers(16, 24))
+def test_each_strategy_alone_reaches_the_same_verdict(seed, in_rows):
+    state = random_position(random.Random(seed), in_rows, all_rows=True)
+    verdicts = {
+        search_verdict(state, strategies=s)
+        for s in [("dfs",), ("best",), ("dfs", "best")]
+    }
+    assert len(verdicts) == 1
+
+
+def where(state: bf.State, move: bf.Move) -> bytes:
+    return bfs.key(bfs.to_internal(bf.apply(state, move))[0])
+
+
+def test_candidate_moves_cover_every_legal_move_up_to_renumbering():
+    # Every legal move leads where a listed move leads, or only renumbers rows.
+    state = bf.initial_state(bf.numbered_deal(3))
+    rng = random.Random(3)
+    for _ in range(80):
+        rows, found, _ = bfs.to_internal(state)
+        listed = bfs.to_moves(bfs.candidate_moves(rows, found))
+        legal = bf.legal_moves(state)
+        assert set(listed) <= set(legal)
+
+        reached = {where(state, m) for m in listed} | {bfs.key(rows)}
+        assert all(where(state, m) in reached for m in legal)
+        state = bf.apply(state, rng.choice(legal))
