@@ -156,6 +156,40 @@ def certify_result(start: Start, result: ProofResult) -> dict:
     return certify(start, Question.VERDICT)
 
 
+def certify_within(start: Start, result: ProofResult, time_limit: float) -> dict:
+    """`certify_result` in a child process that is killed at ``time_limit``.
+
+    CaDiCaL cannot be interrupted through pysat, so a server must not run it
+    in its own process; a certificate that takes too long is refused.
+    """
+    import billiard
+
+    ctx = billiard.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+
+    def run() -> None:
+        try:
+            child.send(("ok", certify_result(start, result)))
+        except InputError as exc:
+            child.send(("error", exc.message))
+        finally:
+            child.close()
+
+    proc = ctx.Process(target=run, daemon=True)
+    proc.start()
+    child.close()
+    try:
+        if not parent.poll(time_limit):
+            raise UnsupportedError(f"the certificate took longer than {time_limit:g} s")
+        kind, payload = parent.recv()
+    finally:
+        proc.terminate()
+        proc.join(timeout=1)
+    if kind != "ok":
+        raise InputError(payload)
+    return payload
+
+
 def refutation(dimacs: str) -> str:
     """Return a small DRAT refutation of ``dimacs``; raise if it is satisfiable.
 

@@ -19,11 +19,13 @@ import redis
 from celery import Celery
 from kombu.exceptions import OperationalError
 
+from patience_encodings import certificates
 from patience_encodings.engines import settles
 from verifier.errors import PatienceError
+from verifier.formats import Start
 from verifier.registry import get_game
 from verifier.replay import replay
-from verifier.results import ProofResult, Question
+from verifier.results import ProofResult, Question, Status
 from worker.celery_app import BATCH_TASK, DEALS_TASK, PROVE_TASK, ROUTES
 from worker.jobs import BatchJob, DealsJob, ProofJob
 from worker.settings import Settings, hard_limit, soft_limit
@@ -35,6 +37,8 @@ JOB_STATUSES = ("queued", "running", "done", "failed")
 PUBLISH_GRACE = 60.0
 #: Seconds the health check waits for workers to answer a ping.
 PING_TIMEOUT = 1.0
+#: Longest time spent making a DRAT certificate for one request, in seconds.
+CERTIFICATE_SECONDS = 60.0
 
 
 class NotFoundError(PatienceError):
@@ -228,11 +232,13 @@ def _error(code: str, message: str) -> dict[str, str]:
 
 # -- certificates ----------------------------------------------------------------
 def certificate(service: Service, job_id: str) -> dict[str, Any]:
-    """Return a done proof's certificate, its line replayed again right now.
+    """Return a done proof's certificate.
 
-    It holds everything needed to check the claim independently: the game,
-    the position, the line (``patience play`` replays it) and how the verdict
-    was proven.
+    A proven dead end gets a DRAT certificate bundle (`patience_encodings.
+    certificates`: the CNF of the claim and its refutation, which ``patience
+    check-cert`` and any DRAT checker verify). Any other result gets its line
+    replayed again right now, with the game, the position and how the verdict
+    was reached: for a win, the line is the proof.
     """
     record = get_record(service, job_id)
     if record.kind != "proof":
@@ -244,6 +250,9 @@ def certificate(service: Service, job_id: str) -> dict[str, Any]:
     game = get_game(value["game"])
     result = ProofResult.from_json(value["result"])
     state = game.parse_position(value["position"])
+    if result.status is Status.LOST and result.proven:
+        start = Start(game, state, "position")
+        return certificates.certify_within(start, result, CERTIFICATE_SECONDS)
     outcome = replay(game, state, game.parse_moves("\n".join(result.line)))
     return {
         "game": game.name,

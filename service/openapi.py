@@ -201,7 +201,10 @@ def document(settings: Settings) -> dict[str, Any]:
             },
             "/v1/jobs/{job_id}/certificate": {
                 "get": {
-                    "summary": "A done proof's certificate, replayed again",
+                    "summary": (
+                        "A done proof's certificate: a DRAT bundle for a proven "
+                        "dead end, else the line replayed again"
+                    ),
                     "parameters": _job_id(),
                     "responses": {
                         "200": _reply("The certificate", {"type": "object"}),
