@@ -99,6 +99,18 @@ def load_cases(text: str, *, source: str = "cases") -> list[Case]:
     return cases
 
 
+def parse_case(
+    item: Any, *, default_game: str | None = None, source: str = "case"
+) -> Case:
+    """Parse one case given as a mapping (as in a case file)."""
+    return _case(item, 1, default_game, source)
+
+
+def raw_cases(text: str, *, source: str = "cases") -> tuple[list[Any], str | None]:
+    """Return a case file's case mappings and its default game, unparsed."""
+    return _raw_cases(text, source)
+
+
 def _raw_cases(text: str, source: str) -> tuple[list[Any], str | None]:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if lines and all(ln.lstrip().startswith("{") for ln in lines):

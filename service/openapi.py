@@ -107,10 +107,14 @@ def _schemas(settings: Settings) -> dict[str, Any]:
         },
         "BatchRequest": {
             "type": "object",
-            "required": ["items"],
             "additionalProperties": False,
             "properties": {
                 **{k: start[k] for k in ("game", "question", "engine", "time_limit")},
+                "cases": {
+                    "type": "string",
+                    "description": "the text of an edge-case file (YAML or JSON "
+                    "Lines); its cases join the items",
+                },
                 "items": {
                     "type": "array",
                     "minItems": 1,
@@ -120,6 +124,7 @@ def _schemas(settings: Settings) -> dict[str, Any]:
                         "additionalProperties": False,
                         "properties": {
                             "kind": {"type": "string", "enum": ["proof", "case"]},
+                            "case": {"type": "object"},
                             **start,
                         },
                     },

@@ -158,7 +158,8 @@ def test_batch_errors_name_the_item():
         ({"items": []}, "'items' must be a list of 1 to 1000"),
         ({"items": {"number": 1}}, "'items' must be a list"),
         ({"items": [5]}, "items[0]: an item must be a JSON object"),
-        ({"items": [{"kind": "case"}]}, "items[0]: 'case' items are not supported"),
+        ({"items": [{"kind": "case"}]}, "items[0]: 'case' must be a JSON object"),
+        ({"cases": 5}, "'cases' must be the text of a case file"),
         ({"items": [{"kind": "poem"}]}, "items[0]: 'kind' must be one of"),
     ],
 )

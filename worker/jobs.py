@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from patience_encodings import generate
+from patience_encodings import cases, generate
 from patience_encodings.engines import AUTO, engines_for, settles, solve
 from verifier.errors import InputError, PatienceError, UnsupportedError
 from verifier.formats import Start, start_from_json
@@ -353,7 +353,7 @@ def run_deals(job: DealsJob, progress: Progress | None = None) -> dict[str, Any]
 
 
 # -- batches ----------------------------------------------------------------
-BATCH_FIELDS = ("game", "question", "engine", "time_limit", "items")
+BATCH_FIELDS = ("game", "question", "engine", "time_limit", "items", "cases")
 ITEM_DEFAULTS = ("game", "question", "engine", "time_limit")
 
 
@@ -363,16 +363,68 @@ def _parse_proof_item(
     return ProofJob.from_json(data, settings, defaults)
 
 
+@dataclass(frozen=True)
+class CaseJob:
+    """One edge case (`patience_encodings.cases`): a position and a claim."""
+
+    case: cases.Case
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_json(
+        cls, data: Any, settings: Settings, defaults: Mapping[str, Any]
+    ) -> CaseJob:
+        """Validate ``{"kind": "case", "case": {...a case-file mapping...}}``."""
+        check_fields(data, ("kind", "case"), "a case item")
+        raw = expect_object(data.get("case"), "'case'")
+        game = raw.get("game", defaults.get("game"))
+        case = cases.parse_case(raw, default_game=game)
+        if not 0 < case.time_limit <= settings.max_time_limit:
+            raise InputError(
+                f"'time_limit' must be between 0 and {settings.max_time_limit:g}"
+            )
+        return cls(case, raw | {"game": case.start.game.name})
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the item as the worker receives it."""
+        return {"kind": "case", "case": self.raw}
+
+    @property
+    def budget(self) -> float:
+        """Seconds the case may take: a proof's limit, or nothing for rules."""
+        proves = self.case.claim in ("winnable", "dead", "best_score")
+        return self.case.time_limit if proves else 0.0
+
+    def run(self) -> dict[str, Any]:
+        """Check the claim; return the verdict and its evidence."""
+        return {"case": cases.run_case(self.case).to_json()}
+
+
 def _parse_case_item(
     data: Any, settings: Settings, defaults: Mapping[str, Any]
-) -> ProofJob:
-    # Edge-case files (issue 8) plug in here through verifier.cases.run_case.
-    raise UnsupportedError("'case' items are not supported yet")
+) -> CaseJob:
+    return CaseJob.from_json(data, settings, defaults)
 
+
+def _cases_from_file(text: Any, defaults: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Expand a case file's text (YAML or JSON Lines) into batch items."""
+    if not isinstance(text, str):
+        raise InputError("'cases' must be the text of a case file (YAML or JSON Lines)")
+    raw, game = cases.raw_cases(text, source="cases")
+    game = game or defaults.get("game")
+    return [
+        {"kind": "case", "case": item | ({"game": game} if game else {})}
+        if isinstance(item, dict)
+        else {"kind": "case", "case": item}
+        for item in raw
+    ]
+
+
+BatchItem = ProofJob | CaseJob
 
 #: Item kind -> parser. A batch item is ``{"kind": ..., ...}``; "proof" is the
 #: default kind.
-ITEM_KINDS: dict[str, Callable[[Any, Settings, Mapping[str, Any]], ProofJob]] = {
+ITEM_KINDS: dict[str, Callable[[Any, Settings, Mapping[str, Any]], BatchItem]] = {
     "proof": _parse_proof_item,
     "case": _parse_case_item,
 }
@@ -382,17 +434,25 @@ ITEM_KINDS: dict[str, Callable[[Any, Settings, Mapping[str, Any]], ProofJob]] = 
 class BatchJob:
     """Many proofs in one job, with per-item results and progress."""
 
-    items: tuple[ProofJob, ...]
+    items: tuple[BatchItem, ...]
 
     @classmethod
     def from_json(cls, data: Any, settings: Settings) -> BatchJob:
-        """Validate a batch; errors name the item, e.g. ``items[3]: ...``."""
+        """Validate a batch; errors name the item, e.g. ``items[3]: ...``.
+
+        ``items`` lists proofs and cases; ``cases`` is the text of a case file
+        (YAML or JSON Lines), whose cases are added as items.
+        """
         data = expect_object(data, "a batch request")
         check_fields(data, BATCH_FIELDS, "a batch request")
-        raw = data.get("items")
-        if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_ITEMS:
-            raise InputError(f"'items' must be a list of 1 to {MAX_ITEMS} items")
         defaults = {k: data[k] for k in ITEM_DEFAULTS if data.get(k) is not None}
+        raw = data.get("items", [] if "cases" in data else None)
+        if not isinstance(raw, list):
+            raise InputError(f"'items' must be a list of 1 to {MAX_ITEMS} items")
+        if "cases" in data:
+            raw = raw + _cases_from_file(data["cases"], defaults)
+        if not 1 <= len(raw) <= MAX_ITEMS:
+            raise InputError(f"'items' must be a list of 1 to {MAX_ITEMS} items")
         items = tuple(
             _parse_item(i, item, settings, defaults) for i, item in enumerate(raw)
         )
@@ -437,10 +497,14 @@ def run_batch(
         progress({"done": 0, "total": len(job.items)})
     for index, item in enumerate(job.items):
         try:
-            out = run_proof(item, answers)
-            out.pop("position")
+            if isinstance(item, CaseJob):
+                out = item.run()
+                counts["passed" if out["case"]["passed"] else "failed_claims"] += 1
+            else:
+                out = run_proof(item, answers)
+                out.pop("position")
+                counts[out["result"]["status"]] += 1
             results.append({"index": index, "ok": True, **out})
-            counts[out["result"]["status"]] += 1
         except (PatienceError, ResultCheckError) as exc:
             results.append({"index": index, "ok": False, "error": error_json(exc)})
             counts["failed"] += 1
