@@ -6,10 +6,13 @@ the reference engine — never with the code that produced it.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from patience_encodings import certificates
 from patience_encodings.engines import engines_for
 from verifier import devils_grip as dg
 from verifier.devils_grip_construct import construct
@@ -20,6 +23,7 @@ needs_prover = pytest.mark.skipif(
 )
 #: A numbered deal; random deals are almost always dead under this rule card.
 DEAD_NUMBER = 1
+VECTORS = Path(__file__).resolve().parent.parent / "seeds" / "vectors"
 
 
 def _replay(position: dict[str, Any], line: list[str]):
@@ -65,11 +69,15 @@ def test_dead_deal_is_proven_lost(api, wait_job):
     result = view["result"]["result"]
     assert result["status"] == "lost" and result["proven"], result
     assert result["method"]  # how it was proven, in words
+    bundle = api.get(view["links"]["certificate"]).get_json()
+    assert bundle["claim"]["text"] == "no line wins"
+    assert certificates.check(bundle).ok
 
 
 @needs_prover
 def test_dead_deal_score_comes_with_a_line_that_reaches_it(api, wait_job):
-    body = {"number": DEAD_NUMBER, "question": "score", "time_limit": 30}
+    position = json.loads((VECTORS / "devils-grip-dead-13-stock.json").read_text())
+    body = {"position": position, "question": "score", "time_limit": 30}
     _, job = _submit(api, "/v1/proofs", body)
     view = wait_job(api, job["links"]["self"], timeout=60)
     assert view["status"] == "done", view["error"]
@@ -78,9 +86,13 @@ def test_dead_deal_score_comes_with_a_line_that_reaches_it(api, wait_job):
     assert result["best_score"] >= 1
     outcome = _replay(view["result"]["position"], result["line"])
     assert outcome.stuck and outcome.score == result["best_score"]
-    cert = api.get(view["links"]["certificate"]).get_json()
-    assert cert["replay"]["verdict"] == f"score {result['best_score']}"
-    assert cert["settled"] == result["score_proven"]
+    bundle = api.get(view["links"]["certificate"]).get_json()
+    if result["score_proven"]:
+        assert bundle["claim"]["bound"] == result["best_score"]
+    else:
+        assert bundle["claim"]["text"] == "no line wins"
+    report = certificates.check(bundle)
+    assert report.ok, report.reason
 
 
 @needs_prover
