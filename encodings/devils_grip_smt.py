@@ -66,7 +66,7 @@ import z3
 from verifier import devils_grip as dg
 from verifier.cards import Card
 from verifier.replay import replay
-from verifier.results import ProofResult, Question, Status
+from verifier.results import ProofResult, Question, Status, report_partial
 
 ENGINE = "smt"
 TRUE, FALSE = "true", "false"
@@ -554,7 +554,23 @@ def _best_score(enc, solver, question, deadline, began, stats, method):
     on timeout the result keeps both bounds, and the score is not proven.
     """
     score = z3.Int("score")
-    lower, best, best_line = 0, None, []
+    # A first line at once: deal through the stock, playing the talon greedily.
+    best_line = _finish(enc.state, [])
+    lower, best = 1, replay(dg.GAME, enc.state, best_line).score
+    report_partial(
+        _result(
+            Status.LOST,
+            True,
+            question,
+            best,
+            False,
+            best_line,
+            method,
+            began,
+            stats,
+            lower_bound=lower,
+        )
+    )
     while best is None or lower < best:
         assumptions = []
         if best is not None:
@@ -582,6 +598,20 @@ def _best_score(enc, solver, question, deadline, began, stats, method):
             continue
         best_line = _finish(enc.state, decode(enc, solver.model()))
         best = replay(dg.GAME, enc.state, best_line).score
+        report_partial(
+            _result(
+                Status.LOST,
+                True,
+                question,
+                best,
+                False,
+                best_line,
+                method,
+                began,
+                stats,
+                lower_bound=lower,
+            )
+        )
     how = f"{method}; score <= {best - 1} UNSAT, score {best} reached"
     return _result(
         Status.LOST, True, question, best, True, best_line, how, began, stats

@@ -27,7 +27,13 @@ from billiard.connection import wait
 from verifier import besieged_fortress_search
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start
-from verifier.results import ProofResult, Question, Status, check_result
+from verifier.results import (
+    ProofResult,
+    Question,
+    Status,
+    check_result,
+    set_partial_sink,
+)
 
 from . import besieged_fortress_sat, devils_grip_sat, devils_grip_smt
 
@@ -136,7 +142,12 @@ def _run_here(
 
 
 def _child(prover: Prover, state: Any, question: Question, limit: float, conn) -> None:
-    """Run one prover and send its result (as JSON-ready data) to the parent."""
+    """Run one prover and send its result (as JSON-ready data) to the parent.
+
+    Partial answers (`verifier.results.report_partial`) go to the parent as
+    they come, so that a prover killed at the limit still leaves its best.
+    """
+    set_partial_sink(lambda partial: conn.send(("partial", partial.to_json())))
     try:
         result = prover(state, question=question, time_limit=limit)
         conn.send(("ok", result.to_json()))
@@ -162,6 +173,7 @@ def _portfolio(
         child.close()
         running[parent] = (name, proc)
     answers: list[ProofResult] = []
+    partials: dict[str, ProofResult] = {}
     errors: list[str] = []
     try:
         while running:
@@ -169,8 +181,12 @@ def _portfolio(
             if remaining <= 0:
                 break
             for conn in wait(list(running), timeout=remaining):
-                name, proc = running.pop(conn)
                 kind, payload = _receive(conn)
+                if kind == "partial":
+                    partials[running[conn][0]] = ProofResult.from_json(payload)
+                    continue
+                name, proc = running.pop(conn)
+                partials.pop(name, None)
                 proc.join(timeout=1)
                 if kind == "error":
                     errors.append(f"{name}: {payload.strip().splitlines()[-1]}")
@@ -181,6 +197,7 @@ def _portfolio(
                 answers.append(result)
     finally:
         _stop([proc for _, proc in running.values()])
+    answers += partials.values()
     return _best_unsettled(answers, errors, list(provers), time_limit, question)
 
 
@@ -210,11 +227,22 @@ def _best_unsettled(
     question: Question,
 ) -> ProofResult:
     """Merge unsettled answers: keep a proven verdict, and the best line found."""
-    proven = [a for a in answers if a.proven]
-    if proven:
-        return min(proven, key=lambda a: (a.best_score is None, a.best_score or 0))
     with_line = [a for a in answers if a.best_score is not None]
     best = min(with_line, key=lambda a: a.best_score) if with_line else None
+    proven = [a for a in answers if a.proven]
+    if proven:
+        verdict = proven[0]
+        if best is None or (
+            verdict.best_score is not None and verdict.best_score <= best.best_score
+        ):
+            return verdict
+        return replace(
+            verdict,
+            best_score=best.best_score,
+            line=best.line,
+            score_proven=False,
+            method=f"{verdict.method}; best line so far from {best.engine}",
+        )
     stats: dict[str, Any] = {"time_limit": time_limit}
     if errors:
         stats["errors"] = errors

@@ -8,6 +8,7 @@ reference engine before anyone reports them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -109,3 +110,24 @@ def check_result(game: Game, start: Any, result: ProofResult) -> ProofResult:
                 f"reported best score {result.best_score}"
             )
     return result
+
+
+_partial_sink: Callable[[ProofResult], None] | None = None
+
+
+def set_partial_sink(sink: Callable[[ProofResult], None] | None) -> None:
+    """Install (or remove) the receiver of `report_partial` answers."""
+    global _partial_sink
+    _partial_sink = sink
+
+
+def report_partial(result: ProofResult) -> None:
+    """Offer an unsettled but useful answer while a prover keeps working.
+
+    E.g. "lost, proven; best line so far scores 7" during a best-score search.
+    A runner that must stop the prover at its time limit (CaDiCaL cannot be
+    interrupted) reports the last such answer instead of nothing. Without a
+    runner listening this does nothing.
+    """
+    if _partial_sink is not None:
+        _partial_sink(result)
