@@ -102,6 +102,14 @@ def _encode(state: dg.State, question: Question, run: _Run) -> Encoding:
     return enc
 
 
+def _solver(enc: Encoding, run: _Run) -> Solver:
+    """Return CaDiCaL loaded with the clauses (the load time is reported)."""
+    t0 = time.perf_counter()
+    solver = Solver(name=SOLVER, bootstrap_with=enc.clauses)
+    run.stats["load_s"] = round(time.perf_counter() - t0, 4)
+    return solver
+
+
 def _solve(solver: Solver, assumptions: list[int], run: _Run) -> bool | None:
     """Solve under ``assumptions``; None when the time limit ran out first."""
     t0 = time.perf_counter()
@@ -147,7 +155,7 @@ def _size(run: _Run) -> str:
 # -- verdict --------------------------------------------------------------------------
 def _prove_verdict(state: dg.State, run: _Run) -> ProofResult:
     enc = _encode(state, Question.VERDICT, run)
-    with Solver(name=SOLVER, bootstrap_with=enc.clauses) as solver:
+    with _solver(enc, run) as solver:
         status = _solve(solver, [], run)
         model = solver.get_model() if status else None
     if model is not None:
@@ -210,7 +218,7 @@ def _unknown(
 # -- best score -----------------------------------------------------------------------
 def _prove_score(state: dg.State, run: _Run) -> ProofResult:
     enc = _encode(state, Question.SCORE, run)
-    with Solver(name=SOLVER, bootstrap_with=enc.clauses) as solver:
+    with _solver(enc, run) as solver:
         status = _solve(solver, enc.win_literals(), run)
         if status:
             moves, _ = _line(enc, solver.get_model())

@@ -1,9 +1,9 @@
 """The CNF encoding of Devil's Grip, indexed by the stock pointer.
 
 A position (a deal's start or any mid-game position) becomes one CNF whose
-models are exactly the lines of play, up to swaps and up to moves that cannot
-matter. `build_cnf` is deterministic (same input, same clauses in the same
-order), so a certificate can re-derive the formula from the position.
+models are the lines of play, up to swaps and up to moves that cannot matter.
+`build_cnf` is deterministic (same input, same clauses in the same order), so
+a certificate can re-derive the formula from the position.
 
 Pieces and slots
 ----------------
@@ -21,6 +21,7 @@ rank - 3). Stacks only grow and merges move whole stacks, so a link, once made,
 lasts; every merge makes one link (the moved stack's bottom onto the target's
 top) and every talon play makes one link (the talon top onto a grid top). A
 piece on top of a stack is a top exactly while nothing is linked onto it.
+Where a piece stands (its cell) never matters, only what it is linked to.
 
 Variables (tuple keys in one `IDPool`)
 --------------------------------------
@@ -28,20 +29,27 @@ Variables (tuple keys in one `IDPool`)
 - ``("merge", t)`` / ``("deal", t)``: slot ``t`` ends with a merge / a deal
   (``M_t``, ``D_t``). ``M_k`` also says that stock card ``k`` was *drawn* into
   the grid; otherwise it went to the talon.
-- ``("link", x, y)``: piece ``x`` ends on piece ``y`` (``L_xy``); only the copies
-  of pred(x) that are not covered at the start are candidates, and pieces that
-  start on their predecessor are linked for good.
-- ``("by", x, t)``: ``x`` is linked in slot ``t`` or earlier (``B_xt``, an order
-  encoding of the link time over ``lo(x)..hi(x)``; ``lo`` is 0 for pieces in
-  play and ``k+1`` for stock card ``k``, ``hi`` is ``n-1`` for grid pieces, which
-  only a merge can move, and ``n`` otherwise).
-- ``("source", x, t)``: ``x`` is the bottom of the stack merged in slot ``t``
-  (``S_xt``).
+- ``("link", x, y)``: piece ``x`` ends on piece ``y`` (``L_xy``): which copy
+  carries which. Only the copies of pred(x) not covered at the start are
+  candidates; pieces that start on their predecessor are linked for good.
+- ``("by", x, t)``: ``x`` is linked in slot ``t`` or earlier (``B_xt``): one
+  order-encoded *link time* per piece still to be placed, over
+  ``lo(x)..hi(x)`` (``lo`` is 0 for pieces in play and ``k+1`` for stock card
+  ``k``; ``hi`` is ``n-1`` for grid pieces, which only a merge moves, else
+  ``n``).
+- ``("source", x, t)``: ``x`` is the bottom of the stack merged in slot ``t``.
 - ``("clear", p, t)``: every talon card above talon position ``p`` that is on
   the talon at the start of slot ``t`` is played by the end of slot ``t``
   (``Q_pt``). Talon positions: the position's talon bottom to top, then the
   stock top first -- the order in which cards come to lie on the talon.
-- ``("left", p)``: the card at talon position ``p`` is in the talon at the end.
+- ``("order", t, i)``, ``(amo, t, i)``: auxiliaries (merge order, counters).
+
+Families (one method each, the math in its docstring): `encode_path`,
+`encode_links`, `encode_link_times`, `encode_targets`, `encode_merges`,
+`encode_talon_order`; for a verdict `encode_win`; for a score `encode_seals`
+(implied) and `encode_score`; and the dominance restrictions `encode_eager`,
+`encode_copies`, `encode_merge_order`, `encode_merge_copies`, each with its
+without-loss-of-generality argument.
 
 Why UNSAT means "no line" (exactness)
 -------------------------------------
@@ -49,33 +57,45 @@ Why UNSAT means "no line" (exactness)
 swap only changes which cell holds which stack, never which cards are tops or
 bottoms, and merges and plays name stacks, not places. Drop every merge made
 after the stock is exhausted: it only covers a top (tops after = tops before
-minus one), so every later talon play stays legal, and the talon ends no
-larger. Every remaining move happens at a pointer value ``0..n``; merges and
-deals advance the pointer (a merge draws exactly one card, because while the
-stock lasts no cell is empty), talon plays do not. So the line is a path of
-events through slots ``0..n``, each slot holding its talon plays (popped top
-first, the LIFO order the ``clear`` variables describe) and at most one event.
-Setting every variable from this path satisfies every clause below; the test
-suite does exactly this for real lines
-(`devils_grip_sat_lines.line_assignment`). There is no
-horizon to choose: slots ``0..n`` cover every line, of any length. A win is 72
-placements (links) in all -- some already made at the start -- plus at most 24
-deals, and that is just what the slots hold.
+minus one), so every later talon play stays legal and the talon ends no
+larger; a win never has one (it would leave a cell empty for good). Every
+remaining move happens at a pointer value ``0..n``; merges and deals advance
+the pointer (a merge draws exactly one card, because while the stock lasts no
+cell is empty), talon plays do not. So the line is a path of events through
+slots ``0..n``, each slot holding its talon plays (popped top first, the LIFO
+order the ``clear`` variables describe) and at most one event. Setting every
+variable from this path satisfies every clause of the families without
+dominance; the tests check exactly this on real lines
+(`devils_grip_sat_lines.line_assignment`). There is no horizon to choose:
+slots ``0..n`` hold every line, of any length. A win from a deal is 72
+placements (links) plus at most 24 deals, one event per slot -- the tests
+check that constructed winning lines have that shape.
+
+The dominance restrictions (score formulas only, by default) remove lines,
+but each comes with a normalization that turns any line into one they allow
+with the same final position: talon plays move earlier (`encode_eager`),
+merges are permuted among merge slots (`encode_merge_order`,
+`encode_merge_copies`) and copies of a target exchanged (`encode_copies`).
+Each step lowers (sum of talon play slots, sequence of merged pieces, copy
+violations) lexicographically: play moves change the first; merge moves keep
+the first and lower the second; copy moves keep both and lower the third. So
+normalization ends, and the best score and the verdict are unchanged.
 
 *Soundness* (every model is a line). `devils_grip_sat_lines.decode` turns a
-model into moves slot by slot (talon plays top first, then the event), and
-the driver replays them with the reference engine before reporting anything.
+model into moves slot by slot (talon plays top first, then the event),
+checking each with the reference engine; the driver replays the whole line
+again before reporting anything.
 
 Winning and scoring
 -------------------
 A line ends won iff every non-base piece is linked and no base card (2, 3, 4)
 ever reaches the talon: then all 96 cards stand in the grid as chains, which
 with 24 cells means 24 complete stacks, and swaps sort the rows. Score 0 is
-therefore the same as a win (all cards in the grid, no merge after the stock
-ran out). The score of a line is the number of talon positions whose card went
-to the talon and never left; ``left`` variables bound it from above and a
-totalizer over them bounds it: "at most k left" UNSAT means no line ends with
-k or fewer cards in the talon.
+the same as a win. The score of a line is ``m + n - links`` (`encode_score`):
+each of the ``m`` talon cards and of the stock cards not drawn by a merge
+stays on the talon unless played, and every merge draws exactly one card. A
+totalizer over the unlinked pieces bounds it: "at most k" UNSAT means no line
+ends with k or fewer cards in the talon.
 """
 
 from __future__ import annotations
