@@ -29,7 +29,13 @@ from typing import Any
 from pysat.solvers import Solver
 
 from verifier import devils_grip as dg
-from verifier.results import ProofResult, Question, Status, check_result
+from verifier.results import (
+    ProofResult,
+    Question,
+    Status,
+    check_result,
+    report_partial,
+)
 
 from .devils_grip_sat_cnf import Encoding, build_encoding
 from .devils_grip_sat_lines import decode
@@ -226,6 +232,7 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
         if status is None:
             return _unknown(run, Question.SCORE, None, None, ())
         lower = 1
+        report_partial(_lost_unproven(run, None, lower, ()))
         return _descend(enc, solver, run, lower)
 
 
@@ -236,6 +243,7 @@ def _descend(enc: Encoding, solver: Solver, run: _Run, lower: int) -> ProofResul
         return _lost_unproven(run, None, lower, ())
     moves, final = _line(enc, solver.get_model())
     best, line = dg.score(final), _notation(moves)
+    report_partial(_lost_unproven(run, best, lower, line))
     tot = enc.add_score_bound(None, best - 1 - enc.score_offset)
     if tot is not None:
         for clause in tot.cnf.clauses:
@@ -255,6 +263,7 @@ def _descend(enc: Encoding, solver: Solver, run: _Run, lower: int) -> ProofResul
         if dg.score(final) >= best:
             raise AssertionError("a model under 'fewer cards' decoded to no better")
         best, line = dg.score(final), _notation(moves)
+        report_partial(_lost_unproven(run, best, lower, line))
     return ProofResult(
         status=Status.LOST,
         proven=True,

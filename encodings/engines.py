@@ -163,7 +163,7 @@ def _portfolio(
     """Run provers in parallel processes; return the first settling answer."""
     ctx = billiard.get_context("fork")
     deadline = time.monotonic() + time_limit
-    soft = max(0.05, time_limit - GRACE)
+    soft = max(0.05, time_limit - max(GRACE, 0.1 * time_limit))
     running: dict[Any, tuple[str, Any]] = {}
     for name, prover in provers.items():
         parent, child = ctx.Pipe(duplex=False)

@@ -290,7 +290,13 @@ def health(service: Service) -> tuple[dict[str, Any], bool]:
     workers: list[str] = []
     if redis_state["ok"]:
         try:
-            replies = service.celery.control.ping(timeout=PING_TIMEOUT) or []
+            # Its own connection: a ping on the pooled one leaves state that
+            # makes every prover process forked later wait in kombu's clean-up.
+            with service.celery.connection_for_write() as conn:
+                replies = (
+                    service.celery.control.ping(timeout=PING_TIMEOUT, connection=conn)
+                    or []
+                )
             workers = sorted(name for reply in replies for name in reply)
         except (OperationalError, redis.RedisError, OSError) as exc:
             redis_state = {"ok": False, "error": str(exc)}

@@ -364,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("study", help="prove many numbered deals on the workers")
     _add_game(p)
     p.add_argument("--numbers", required=True, help="e.g. 1-10000 or 1-20,50")
-    p.add_argument("--question", choices=["verdict", "score"], default="score")
+    p.add_argument("--question", choices=["verdict", "score"], default="verdict")
     p.add_argument("--engine", default="auto", help="prover (default auto)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per deal")
     p.add_argument("--chunk", type=int, default=10, help="deals per batch job")

@@ -78,7 +78,9 @@ class WorkerProcess:
             if self.proc is None or self.proc.poll() is not None:
                 raise RuntimeError("the worker process exited during start-up")
             try:
-                replies = celery.control.ping(timeout=0.5) or []
+                # Its own connection (see `service.broker.health`).
+                with celery.connection_for_write() as conn:
+                    replies = celery.control.ping(timeout=0.5, connection=conn) or []
             except Exception:  # broker not reachable yet: try again
                 replies = []
             host = self.name.split("@")[0]
