@@ -104,7 +104,12 @@ def formula(start: Start, question: Question, bound: int | None) -> str:
     else:
         if bound is None or bound < 1:
             raise InputError("a score certificate needs a bound of at least 1")
-        cnf, _ = module.build_cnf(start.state, Question.SCORE, bound=bound - 1)
+        # Without the normal-form ("without loss of generality") restrictions:
+        # the certificate's UNSAT then speaks of every line, not of a normal
+        # form whose completeness would be one more argument to trust.
+        cnf, _ = module.build_cnf(
+            start.state, Question.SCORE, bound=bound - 1, dominance=False
+        )
     return cnf.to_dimacs() + "\n"
 
 

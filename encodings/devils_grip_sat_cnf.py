@@ -830,16 +830,22 @@ def build_encoding(
 
 
 def build_cnf(
-    state: dg.State, question: Question = Question.VERDICT, bound: int | None = None
+    state: dg.State,
+    question: Question = Question.VERDICT,
+    bound: int | None = None,
+    *,
+    dominance: bool | None = None,
 ) -> tuple[CNF, Encoding]:
     """Return the CNF for ``question`` about ``state``, and its encoding.
 
     VERDICT: satisfiable iff some line wins. SCORE with ``bound`` k:
     satisfiable iff some line ends with at most k cards in the talon (a
-    totalizer over the unlinked pieces; ``bound=None`` leaves the score free). The same
-    input gives the same clauses in the same order.
+    totalizer over the unlinked pieces; ``bound=None`` leaves the score
+    free). ``dominance`` as in `build_encoding` (by default on for SCORE:
+    then "some line" reads "some line in normal form", which exists whenever
+    any line does). The same input gives the same clauses in the same order.
     """
-    enc = build_encoding(state, question)
+    enc = build_encoding(state, question, dominance=dominance)
     if question is Question.SCORE and bound is not None:
         enc.add_score_bound(bound, bound - enc.score_offset)
     cnf = CNF()

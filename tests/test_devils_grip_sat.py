@@ -227,11 +227,12 @@ def test_score_of_an_early_position_is_proven_with_a_line():
 
 
 def test_time_limit_returns_the_best_line_so_far():
-    state = dg.initial_state(dg.numbered_deal(1))
-    result = sat.prove(state, question=Question.SCORE, time_limit=2.0)
+    state = dg.initial_state(dg.numbered_deal(1))  # its best score takes minutes
+    result = sat.prove(state, question=Question.SCORE, time_limit=3.0)
     assert result.status is Status.LOST and result.proven  # no win: proven
-    assert not result.score_proven and result.best_score is not None
-    assert result.elapsed < 6
+    assert not result.score_proven and result.lower_bound == 1
+    assert result.elapsed < 10  # conflict budgets let it stop near the limit
+    assert (result.best_score is None) == (not result.line)
     check_result(dg.GAME, state, result)
 
 
