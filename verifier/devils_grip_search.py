@@ -143,13 +143,16 @@ class Search:
         """Sort moves for a win search: the most slack in the surplus bound
         first (a heuristic only; every child is still searched)."""
 
-        def slack(item: tuple) -> int:
+        def rank(item: tuple) -> tuple[int, int]:
             child = item[1]
             if child[0] == self.model.n:
-                return 0
-            return self.bounds.margin(self._canon(child))
+                return (0, 0)
+            canon = self._canon(child)
+            if canon.dead or canon.missing:
+                return (-1, 0)
+            return self.bounds.margin(canon)
 
-        return sorted(children, key=slack, reverse=True)
+        return sorted(children, key=rank, reverse=True)
 
     def _canon(self, node: sm.Node) -> sm.Canon:
         canon = self._canons.get(node)

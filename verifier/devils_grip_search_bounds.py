@@ -160,6 +160,8 @@ class Bounds:
         self._plans: dict[int, tuple[tuple[int, ...], dict[int, tuple]]] = {}
         self._steps: dict[tuple, Steps] = {}
         self._slacks: dict[tuple, int] = {}
+        self._spares: dict[tuple, int] = {}
+        self.spare = 0
 
     def forced(self, x: int, p: int) -> bool:
         """Return whether a line that deals no base must merge at pointer ``x``."""
@@ -182,15 +184,20 @@ class Bounds:
             return max(cheap, canon.dead + 1)
         return cheap
 
-    def margin(self, canon: Canon) -> int:
-        """Return `slack` of ``canon`` (remembered, for ordering moves)."""
+    def margin(self, canon: Canon) -> tuple[int, int]:
+        """Return `slack` of ``canon`` and the sum of its margins over all
+        checks (remembered, for ordering moves)."""
         slack = self._slacks.get(canon.key)
-        if slack is None:
+        spare = self._spares.get(canon.key)
+        if slack is None or spare is None:
             slack = self.slack(canon)
+            spare = self.spare
             if len(self._slacks) > 1 << 20:
                 self._slacks.clear()
+                self._spares.clear()
             self._slacks[canon.key] = slack
-        return slack
+            self._spares[canon.key] = spare
+        return slack, spare
 
     def slack(self, canon: Canon, early: bool = False) -> int:
         """Return the least margin of the surplus bound over its checks.
@@ -231,14 +238,17 @@ class Bounds:
                 prev = value
         best = INFINITE
         done = p
+        spare = 0
         for x in checks:
             total += sum(delta[done:x])
             done = x
             margin = total - (1 if x < n else 0)
+            spare += margin
             if margin < best:
                 best = margin
                 if early and best < 0:
                     return best
+        self.spare = spare
         return best
 
     def _plan(self, p: int) -> tuple[tuple[int, ...], dict[int, tuple]]:
