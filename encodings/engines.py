@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import billiard
 from billiard.connection import wait
 
-from verifier import besieged_fortress_search
+from verifier import besieged_fortress_search, devils_grip_search
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start
 from verifier.results import (
@@ -53,7 +53,10 @@ PROVERS: dict[str, dict[str, Prover]] = {
         "besieged-fortress": besieged_fortress_sat.prove,
     },
     "smt": {"devils-grip": devils_grip_smt.prove},
-    "search": {"besieged-fortress": besieged_fortress_search.prove},
+    "search": {
+        "devils-grip": devils_grip_search.prove,
+        "besieged-fortress": besieged_fortress_search.prove,
+    },
 }
 #: Engines that ``auto`` runs side by side, per game (the machine has few
 #: cores: SMT is the slower cross-check and runs on request; Besieged

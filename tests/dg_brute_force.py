@@ -5,7 +5,8 @@ every legal move of the reference engine (`verifier.devils_grip`) except
 swaps, and plays on until the game is over (`is_stuck`: no card can be brought
 into play). Its one economy is exact: positions are remembered with the grid
 as a multiset, because swaps make every order of the cells reachable and no
-rule reads a cell's place (swaps themselves are then never needed).
+rule reads a cell's place (swaps themselves are then never needed), and an
+empty cell (possible only once the stock is out) takes part in no move.
 """
 
 from __future__ import annotations
@@ -15,8 +16,54 @@ import sys
 from collections.abc import Iterator
 
 from verifier import devils_grip as dg
+from verifier.cards import Card
 from verifier.devils_grip_construct import _shuffled_solution, _step, _Walk, construct
 from verifier.shuffle import Rng
+
+Grid = tuple[tuple[Card, ...], ...]
+
+
+def successors(
+    grid: Grid, stock: tuple[Card, ...], talon: tuple[Card, ...]
+) -> Iterator[tuple[Grid, tuple[Card, ...], tuple[Card, ...]]]:
+    """Yield every position one legal move away (swaps aside).
+
+    ``grid`` is the multiset of non-empty stacks, sorted. This restates the
+    rule card (merge a whole stack whose bottom fits another's top, refill
+    from the stock; deal up to three; play the talon top onto a fitting top)
+    without the search prover's model; `test_brute_force_moves_match_the_
+    reference_engine` checks it against `verifier.devils_grip`.
+    """
+    for i, src in enumerate(grid):
+        if src[0].rank in dg.BASE_RANKS:
+            continue
+        for j, dst in enumerate(grid):
+            if i != j and dg.fits(src[0], dst[-1]):
+                rest = [s for k, s in enumerate(grid) if k not in (i, j)]
+                rest.append(dst + src)
+                if stock:
+                    rest.append(stock[:1])
+                yield tuple(sorted(rest)), stock[1:], talon
+    if stock:
+        yield grid, stock[dg.PACKET :], talon + stock[: dg.PACKET]
+    if talon:
+        card = talon[-1]
+        for j, dst in enumerate(grid):
+            if dg.fits(card, dst[-1]):
+                rest = list(grid)
+                rest[j] = dst + (card,)
+                yield tuple(sorted(rest)), stock, talon[:-1]
+
+
+def is_over(grid: Grid, stock: tuple[Card, ...], talon: tuple[Card, ...]) -> bool:
+    """Return whether no card can be brought into play (`dg.is_stuck`)."""
+    if stock:
+        return False
+    return not talon or not any(dg.fits(talon[-1], s[-1]) for s in grid)
+
+
+class TooBig(Exception):
+    """The brute force met more positions than it was allowed."""
 
 
 def best_score(state: dg.State, budget: int | None = None) -> int:
@@ -26,22 +73,21 @@ def best_score(state: dg.State, budget: int | None = None) -> int:
     """
     memo: dict[tuple, int] = {}
 
-    def value(s: dg.State) -> int:
-        if dg.is_stuck(s):
-            return len(s.talon)
-        key = (tuple(sorted(s.grid)), s.stock, s.talon)
+    def value(grid: Grid, stock: tuple[Card, ...], talon: tuple[Card, ...]) -> int:
+        if is_over(grid, stock, talon):
+            return len(talon)
+        key = (grid, stock, talon)
         if key not in memo:
             if budget is not None and len(memo) >= budget:
                 raise TooBig
-            memo[key] = min(
-                value(dg.apply(s, m)) for m in dg.legal_moves(s, swaps=False)
-            )
+            memo[key] = min(value(*after) for after in successors(grid, stock, talon))
         return memo[key]
 
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10_000))
     try:
-        return value(state)
+        grid = tuple(sorted(s for s in state.grid if s))
+        return value(grid, state.stock, state.talon)
     finally:
         sys.setrecursionlimit(limit)
 
@@ -110,10 +156,6 @@ def backward_position(rng: random.Random, max_stock: int) -> dg.State:
         stock, talon = cards[: len(stock)], cards[len(stock) :]
     grid = tuple(tuple(s) for s in walk.grid)
     return dg.validate_state(dg.State(grid, tuple(stock), tuple(talon)))
-
-
-class TooBig(Exception):
-    """The brute force met more positions than it was allowed."""
 
 
 def positions(

@@ -47,11 +47,18 @@ CLOCK_EVERY = 256
 PLAYOUTS = 24
 #: Nodes whose canonical form is kept (the cache is emptied when full).
 CANON_CACHE = 1 << 20
+#: Restarts of the win search, the first with this node budget (doubling).
+RESTARTS = 8
+RESTART_FIRST = 4000
 INFINITY = 10**9
 
 
 class _OutOfTime(Exception):
     """The time limit ran out inside the search."""
+
+
+class _Restart(Exception):
+    """A restart's node budget ran out (the table keeps what it proved)."""
 
 
 @dataclass
@@ -89,6 +96,10 @@ class Search:
         #: Canonical forms of recently met nodes (transpositions meet a node
         #: again in its own form: merges in another order, say).
         self._canons: dict[sm.Node, sm.Canon] = {}
+        #: Random tie-breaks between equally promising moves (restarts).
+        self._rng: random.Random | None = None
+        #: Node count at which the current restart gives up.
+        self._budget: int | None = None
 
     # -- the search ------------------------------------------------------------
     def value(self, node: sm.Node, bar: int) -> tuple[int, bool]:
@@ -101,6 +112,8 @@ class Search:
         self.nodes += 1
         if self.nodes % CLOCK_EVERY == 0:
             self._check_clock()
+            if self._budget is not None and self.nodes >= self._budget:
+                raise _Restart
         if node[0] == self.model.n:
             return self._leaf(node), True
         canon = self._canon(node)
@@ -143,14 +156,17 @@ class Search:
         """Sort moves for a win search: the most slack in the surplus bound
         first (a heuristic only; every child is still searched)."""
 
-        def rank(item: tuple) -> tuple[int, int]:
-            child = item[1]
+        rng = self._rng
+
+        def rank(item: tuple) -> tuple[int, int, float]:
+            move, child = item
             if child[0] == self.model.n:
-                return (0, 0)
+                return (0, 0, 0.0)
             canon = self._canon(child)
             if canon.dead or canon.missing:
-                return (-1, 0)
-            return self.bounds.margin(canon)
+                return (-1, 0, 0.0)
+            slack = self.bounds.margin(canon)[0]
+            return (move == sm.TALON, slack, rng.random() if rng else 0.0)
 
         return sorted(children, key=rank, reverse=True)
 
@@ -162,6 +178,29 @@ class Search:
                 self._canons.clear()
             self._canons[node] = canon
         return canon
+
+    def verdict(self) -> int:
+        """Search for a win with restarts; return the root's value at bar 1.
+
+        Wins hide behind large dead subtrees when the first moves tried are
+        wrong; restarts with random tie-breaks and growing node budgets
+        (the table keeps every proof made so far) find them sooner. The last
+        run has no budget, so a dead end is still proven by exhaustion.
+        """
+        budget = RESTART_FIRST
+        for attempt in range(RESTARTS):
+            self._budget = self.nodes + budget
+            self._rng = random.Random(attempt) if attempt else None
+            self._path = []
+            try:
+                found = self.value(self.root, 1)[0]
+            except _Restart:
+                budget *= 2
+                continue
+            self._budget, self._rng = None, None
+            return found
+        self._budget, self._rng, self._path = None, None, []
+        return self.value(self.root, 1)[0]
 
     def _leaf(self, node: sm.Node) -> int:
         """Score a node whose stock is exhausted; remember it if it is best."""
@@ -248,6 +287,10 @@ class Search:
         return {"nodes": self.nodes, "table": len(self.table)}
 
 
+def _cards(count: int) -> str:
+    return f"{count} card" if count == 1 else f"{count} cards"
+
+
 def to_reference(state: dg.State, moves: list[sm.Move]) -> list[dg.Move]:
     """Turn abstract moves into reference moves by replaying them on ``state``.
 
@@ -293,7 +336,7 @@ class _Run:
         search = self.search
         search.playouts(4)
         try:
-            verdict, _ = search.value(search.root, 1)
+            verdict = search.verdict()
         except _OutOfTime:
             return self._unknown()
         if verdict == 0:
@@ -357,13 +400,13 @@ class _Run:
         if proven_score:
             self.lower = score
             method = (
-                f"search exhausted: no line leaves fewer than {score} cards "
+                f"search exhausted: no line leaves fewer than {_cards(score)} "
                 f"({search.nodes} states)"
             )
         else:
             method = (
                 f"search exhausted: no win ({search.nodes} states); every line "
-                f"leaves at least {self.lower} cards"
+                f"leaves at least {_cards(self.lower)}"
             )
         return self._result(
             status=Status.LOST,

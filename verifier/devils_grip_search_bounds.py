@@ -118,12 +118,63 @@ def chain_max(
     return best
 
 
+@lru_cache(maxsize=1 << 18)
+def chain_absorbs(
+    nb: tuple[int, int, int],
+    nt: tuple[int, int, int],
+    hi: tuple[int, int, int, int],
+    lo: tuple[int, int, int, int],
+    tl: tuple[int, int, int],
+    rr: tuple[int, int, int],
+) -> bool:
+    """Return whether counts fit in which every bottom has found a top.
+
+    Same arguments as `chain_max`, at the last merge: each of the
+    ``nb[i] + x(i+1)`` bottoms of a card is merged onto its own top, so the
+    tops of the card below (after talon plays) must be as many.
+    """
+    for x0 in range(lo[0], hi[0] + 1):
+        for x1 in range(lo[1], hi[1] + 1):
+            for y1 in range(rr[0], hi[1] - x1 + tl[0] + 1):
+                t0 = nt[0] + x0 - y1
+                if t0 < nb[0] + x1:
+                    break
+                u1 = hi[1] - x1 + tl[0] - y1
+                for x2 in range(lo[2], hi[2] + 1):
+                    for y2 in range(max(0, rr[1] - u1), hi[2] - x2 + tl[1] + 1):
+                        t1 = nt[1] + x1 + y1 - y2
+                        if t1 < nb[1] + x2:
+                            break
+                        u2 = hi[2] - x2 + tl[1] - y2
+                        for x3 in range(lo[3], hi[3] + 1):
+                            top = max(0, rr[2] - u2)
+                            for y3 in range(top, hi[3] - x3 + tl[2] + 1):
+                                if nt[2] + x2 + y2 - y3 < nb[2] + x3:
+                                    break
+                                return True
+    return False
+
+
 #: Where each count sits in a chain's list of 20 (see `Bounds.slack`).
 NB, NT, HI, LO, TL, RR = 0, 3, 6, 10, 14, 17
 #: Position of each card in its chain: 0 for the base .. 3 for J, Q, K.
 LEVEL = tuple((RANK[c] - 2) // 3 for c in range(SIZE))
 
-Steps = tuple[int, tuple[tuple[int, int], ...]]
+Steps = tuple[int, tuple[tuple[int, int], ...], bool]
+#: Kinds of chain events (see `Bounds._plan`): refills, dealt cards, and
+#: talon cards that must be played from then on.
+FREE, FORCED, DEALT, MUST = 0, 1, 2, 3
+
+
+def _chain_absorbs(state: list[int]) -> bool:
+    return chain_absorbs(
+        (state[0], state[1], state[2]),
+        (state[3], state[4], state[5]),
+        (state[6], state[7], state[8], state[9]),
+        (state[10], state[11], state[12], state[13]),
+        (state[14], state[15], state[16]),
+        (state[17], state[18], state[19]),
+    )
 
 
 def _chain_value(state: list[int]) -> int:
@@ -157,7 +208,16 @@ class Bounds:
         for x in range(n - 1, -1, -1):
             last.setdefault(stock[x], x)
             self.last_at[x] = dict(last)
-        self._plans: dict[int, tuple[tuple[int, ...], dict[int, tuple]]] = {}
+        #: The last stock base: no line that keeps every card merges after it.
+        self.last_base = max((x for x in range(n) if IS_BASE[stock[x]]), default=-1)
+        self._plans: dict[tuple[int, bool], tuple] = {}
+        #: Per pointer: copies of each card in the stock before the last base.
+        self.early_counts: list[dict[int, int]] = []
+        for p in range(n + 1):
+            counts: dict[int, int] = {}
+            for x in range(p, self.last_base):
+                counts[stock[x]] = counts.get(stock[x], 0) + 1
+            self.early_counts.append(counts)
         self._steps: dict[tuple, Steps] = {}
         self._slacks: dict[tuple, int] = {}
         self._spares: dict[tuple, int] = {}
@@ -168,6 +228,24 @@ class Bounds:
         a = self.run_start[x]
         return a is not None and (x >= a + 2 or a <= p)
 
+    def _forced_from(self, p: int) -> list[bool]:
+        """Return, for each pointer ``x >= p``, whether the line merges at ``x``.
+
+        Besides `forced`: the pointer stands on ``p`` and on every forced
+        position, and moves by 1 (merge) or 3 (deal); so when the next forced
+        position is only 1 or 2 further on, everything in between is merged.
+        """
+        n = self.model.n
+        forced = [self.forced(x, p) for x in range(p, n)]
+        stand = p  # the last position the pointer surely stands on
+        for x in range(p, n):
+            if forced[x - p]:
+                if x - stand <= 2:
+                    for y in range(stand, x):
+                        forced[y - p] = True
+                stand = x + 1
+        return forced
+
     def lower(self, canon: Canon, need: int) -> int:
         """Return a lower bound on the position's best score.
 
@@ -177,12 +255,36 @@ class Bounds:
         cheap = max(canon.dead, canon.missing)
         if cheap >= need or canon.dead + 1 < need:
             return cheap
+        if canon.dead == 0 and self.late_bottom(canon):
+            return max(cheap, 1)
         slack = self._slacks.get(canon.key)
         if slack is None:
             slack = self.slack(canon, early=True)
         if slack < 0:
             return max(cheap, canon.dead + 1)
         return cheap
+
+    def late_bottom(self, canon: Canon) -> bool:
+        """Return whether some bottom cannot be merged before the last base.
+
+        With no dead card, a line that leaves no card wins, so it merges every
+        bottom, and every merge comes by the last stock base (see `_plan`).
+        A bottom ``b`` then needs a ``b - 3`` that can be a top by then: a top
+        now, a live talon card, or a stock card before the last base (from the
+        base's own position on, it comes too late). Fewer such copies than
+        bottoms ``b`` (one copy takes one bottom) mean no win.
+        """
+        p = canon.key[0]
+        early = self.early_counts[p]
+        need: dict[int, int] = {}
+        for b in canon.bottoms:
+            need[b] = need.get(b, 0) + 1
+        for b, count in need.items():
+            q = b - 3
+            have = canon.tops.count(q) + canon.talon.count(q) + early.get(q, 0)
+            if have < count:
+                return True
+        return False
 
     def margin(self, canon: Canon) -> tuple[int, int]:
         """Return `slack` of ``canon`` and the sum of its margins over all
@@ -209,7 +311,8 @@ class Bounds:
         """
         p = canon.key[0]
         n = self.model.n
-        checks, events = self._plan(p)
+        complete = canon.dead == 0
+        checks, events = self._plan(p, complete)
         init = {b: [0] * 12 for b in BASES}
         for b in canon.bottoms:
             init[CHAIN_BASE[b]][LEVEL[b] - 1] += 1
@@ -228,9 +331,12 @@ class Bounds:
         total = canon.tokens
         for base in BASES:
             pend = tuple(sorted(pending.get(base, ())))
-            start, steps = self._chain_steps(
+            start, steps, absorbs = self._chain_steps(
                 base, tuple(init[base]), events[base], pend
             )
+            if complete and not absorbs:
+                self.spare = 0
+                return -1
             total += start
             prev = start
             for pos, value in steps:
@@ -251,28 +357,39 @@ class Bounds:
         self.spare = spare
         return best
 
-    def _plan(self, p: int) -> tuple[tuple[int, ...], dict[int, tuple]]:
+    def _plan(self, p: int, complete: bool) -> tuple[tuple[int, ...], dict[int, tuple]]:
         """Return the checks from ``p`` and each chain's stock events.
 
-        An event ``(x, level, forced)`` is the card of that level at stock
-        position ``x``; it counts at every check after ``x``.
+        An event ``(x, level, kind)`` is the card of that level at stock
+        position ``x``: a refill the line must make (`FORCED`), may make
+        (`FREE`), or a card it must deal (`DEALT`). With ``complete`` (no dead
+        card yet, so a line that loses no card wins) nothing is refilled after
+        the last stock base: that card's bottom could never be merged (the
+        merge would refill another card, and so on to a last refill that
+        stays a bottom). An event counts at every check after ``x``.
         """
-        plan = self._plans.get(p)
+        plan = self._plans.get((p, complete))
         if plan is None:
             n = self.model.n
-            checks = tuple(x for x in range(p, n) if self.forced(x, p)) + (n,)
-            events: dict[int, list[tuple[int, int, bool]]] = {b: [] for b in BASES}
+            forced = self._forced_from(p)
+            checks = tuple(x for x in range(p, n) if forced[x - p]) + (n,)
+            events: dict[int, list[tuple[int, int, int]]] = {b: [] for b in BASES}
             for x in range(p, n):
                 c = self.model.stock[x]
-                events[CHAIN_BASE[c]].append((x, LEVEL[c], self.forced(x, p)))
+                if complete and x > self.last_base:
+                    kind = DEALT
+                else:
+                    kind = FORCED if forced[x - p] else FREE
+                events[CHAIN_BASE[c]].append((x, LEVEL[c], kind))
             plan = checks, {b: tuple(e) for b, e in events.items()}
-            self._plans[p] = plan
+            self._plans[(p, complete)] = plan
         return plan
 
     def _chain_steps(
         self, base: int, init: tuple[int, ...], events: tuple, pending: tuple
     ) -> Steps:
-        """Return one chain's value before any event, and after each event.
+        """Return one chain's value before any event, after each event, and
+        whether its bottoms can all be merged by the last stock base.
 
         ``init`` holds the chain's bottoms, tops, talon copies and copies that
         must be played now (3 each); ``pending`` the ``(position, level)`` of
@@ -285,19 +402,26 @@ class Bounds:
         state = list(init[:6]) + [0] * 8 + list(init[6:])
         start = _chain_value(state)
         merged = sorted(
-            [(x, 0, level, forced) for x, level, forced in events]
-            + [(x, 1, level, False) for x, level in pending]
+            [(x, kind, level) for x, level, kind in events]
+            + [(x, MUST, level) for x, level in pending]
         )
+        absorbs = None
         out = []
-        for x, kind, level, forced in merged:
-            if kind == 0:
-                state[HI + level] += 1
-                if forced:
-                    state[LO + level] += 1
-            else:
+        for x, kind, level in merged:
+            if absorbs is None and x > self.last_base:
+                absorbs = _chain_absorbs(state)
+            if kind == MUST:
                 state[RR + level - 1] += 1
+            elif kind == DEALT:
+                state[TL + level - 1] += 1
+            else:
+                state[HI + level] += 1
+                if kind == FORCED:
+                    state[LO + level] += 1
             out.append((x, _chain_value(state)))
-        steps = (start, tuple(out))
+        if absorbs is None:
+            absorbs = _chain_absorbs(state)
+        steps = (start, tuple(out), absorbs)
         if len(self._steps) > 1 << 20:
             self._steps.clear()
         self._steps[key] = steps

@@ -338,16 +338,12 @@ def concrete(state: dg.State, move: Move) -> dg.Move:
         target = state.talon[-1]
         return dg.TalonPlay(_cell_with_top(state, encode(target) - 3))
     bottom = move[1]
-    src = next(
-        i for i, s in enumerate(state.grid) if s and encode(s[0]) == bottom
-    )
+    src = next(i for i, s in enumerate(state.grid) if s and encode(s[0]) == bottom)
     dst = _cell_with_top(state, bottom - 3, avoid=src)
     return dg.Merge(src, dst)
 
 
 def _cell_with_top(state: dg.State, top: int, avoid: int = -1) -> int:
     return next(
-        i
-        for i, s in enumerate(state.grid)
-        if s and i != avoid and encode(s[-1]) == top
+        i for i, s in enumerate(state.grid) if s and i != avoid and encode(s[-1]) == top
     )
