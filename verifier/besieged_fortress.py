@@ -28,22 +28,27 @@ rank higher (any suit), or the target row to be empty.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cards import SUITS, Card, parse_card, parse_cards, strip_comments
+from .cards import SUITS, Card
 from .errors import (
     DealError,
     IllegalMoveError,
-    InputError,
     MoveSyntaxError,
     PositionError,
 )
-from .shuffle import shuffled
+from .textforms import (
+    card_list,
+    deal_from_tokens,
+    key_lines,
+    numbered,
+    read_deal,
+    read_moves,
+)
 
 ROWS = 8
 ROW_LENGTH = 6
@@ -119,7 +124,10 @@ def _parse_short(token: str) -> Move:
     return RowMove(parse_row(src), parse_row(dst))
 
 
-_LONG_ARITY = {"MOVE": 2, "HOME": 1}
+_LONG_FORMS: dict[str, tuple[int, Callable[..., Move]]] = {
+    "MOVE": (2, lambda src, dst: RowMove(parse_row(src), parse_row(dst))),
+    "HOME": (1, lambda src: HomeMove(parse_row(src))),
+}
 
 
 def parse_moves(text: str) -> list[Move]:
@@ -128,22 +136,7 @@ def parse_moves(text: str) -> list[Move]:
     Short forms (``3>5``, ``3>F``) and long forms (``move 3 5``, ``home 3``)
     may be mixed; ``#`` starts a comment.
     """
-    tokens = [t for t in re.split(r"[\s,;]+", strip_comments(text).strip()) if t]
-    moves: list[Move] = []
-    i = 0
-    while i < len(tokens):
-        word = tokens[i].upper()
-        if word in _LONG_ARITY:
-            args = tokens[i + 1 : i + 1 + _LONG_ARITY[word]]
-            if len(args) < _LONG_ARITY[word]:
-                raise MoveSyntaxError(f"move {word.lower()!r} needs more rows")
-            rows = [parse_row(a) for a in args]
-            moves.append(RowMove(*rows) if word == "MOVE" else HomeMove(rows[0]))
-            i += 1 + len(args)
-        else:
-            moves.append(_parse_short(tokens[i]))
-            i += 1
-    return moves
+    return read_moves(text, _parse_short, _LONG_FORMS, "rows")
 
 
 def format_moves(moves: Iterable[Move]) -> str:
@@ -168,10 +161,6 @@ class State:
         """Yield every card in the rows."""
         for row in self.rows:
             yield from row
-
-
-def _cards(cards: Iterable[Card]) -> str:
-    return " ".join(c.pretty for c in cards) or "(empty)"
 
 
 def validate_state(state: State) -> State:
@@ -252,41 +241,23 @@ def validate_deal(cards: Sequence[Card]) -> Deal:
     return tuple(cards)
 
 
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} at line {exc.lineno}") from None
-
-
 def parse_deal(text: str) -> Deal:
     """Parse deal text: 48 card tokens in deal order, ``#`` comments allowed.
 
     A JSON form (a list of tokens, or an object with a ``deal`` list) is
     accepted too.
     """
-    stripped = text.strip()
-    if stripped.startswith(("[", "{")):
-        data = _json(stripped)
-        tokens = data.get("deal") if isinstance(data, dict) else data
-        if not isinstance(tokens, list):
-            raise DealError("JSON deal needs a list of card tokens under 'deal'")
-        return deal_from_list(tokens)
-    return validate_deal(parse_cards(text))
+    return read_deal(text, validate_deal)
 
 
 def deal_from_list(tokens: Sequence[Any]) -> Deal:
     """Validate a deal given as a list of card tokens."""
-    if not all(isinstance(t, str) for t in tokens):
-        raise DealError("a deal is a list of card tokens (strings)")
-    return validate_deal([parse_card(t) for t in tokens])
+    return deal_from_tokens(tokens, validate_deal)
 
 
 def numbered_deal(number: int) -> Deal:
     """Return deal ``number`` (SplitMix64 + Fisher–Yates; see `verifier.shuffle`)."""
-    if not 0 <= number < 2**64:
-        raise DealError(f"deal number {number} out of range (0 .. 2**64 - 1)")
-    return tuple(shuffled(canonical_deck(), number))
+    return numbered(canonical_deck(), number)
 
 
 def format_deal(deal: Sequence[Card]) -> str:
@@ -308,14 +279,6 @@ def initial_state(deal: Sequence[Card]) -> State:
 
 
 # -- position JSON and text ------------------------------------------------------------
-def _card_list(value: Any, what: str) -> tuple[Card, ...]:
-    if isinstance(value, str):
-        return tuple(parse_cards(value))
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(parse_card(v) for v in value)
-    raise PositionError(f"{what} must be a list of card tokens or a string of them")
-
-
 _RANK_BY_NAME = {"A": 1, "J": 11, "Q": 12, "K": 13} | {str(r): r for r in range(2, 11)}
 
 
@@ -364,7 +327,7 @@ def parse_position(data: dict[str, Any]) -> State:
         raise PositionError("position needs 'rows': a list of 8 rows")
     if len(rows) != ROWS:
         raise PositionError(f"position has {len(rows)} rows, expected 8")
-    parsed = tuple(_card_list(r, f"row {row_name(i)}") for i, r in enumerate(rows))
+    parsed = tuple(card_list(r, f"row {row_name(i)}") for i, r in enumerate(rows))
     if "foundations" not in data:
         return position_from_rows(parsed)
     return validate_state(State(parsed, _foundations(data["foundations"])))
@@ -377,9 +340,6 @@ def position_to_json(state: State) -> dict[str, Any]:
         "rows": [[str(c) for c in row] for row in state.rows],
         "foundations": dict(zip(SUITS, state.foundations, strict=True)),
     }
-
-
-_LINE = re.compile(r"^\s*([A-Za-z0-9]+)\s*:(.*)$")
 
 
 def parse_position_text(text: str) -> State:
@@ -397,14 +357,8 @@ def parse_position_text(text: str) -> State:
     rows: list[Row] = [()] * ROWS
     named: set[int] = set()
     tops: tuple[Card, ...] | None = None
-    for raw in strip_comments(text).splitlines():
-        if not raw.strip():
-            continue
-        match = _LINE.match(raw)
-        if not match:
-            raise PositionError(f"cannot read position line {raw.strip()!r}")
-        key, value = match.group(1).upper(), match.group(2).strip()
-        cards = () if value in ("", "-") else tuple(parse_cards(value))
+    for name, cards in key_lines(text):
+        key = name.upper()
         if key == FOUNDATION:
             tops = cards
             continue

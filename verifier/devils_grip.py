@@ -23,14 +23,13 @@ Move notation (input is case-insensitive; the left form is what we print):
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cards import Card, parse_card, parse_cards, strip_comments
+from .cards import Card
 from .errors import (
     DealError,
     IllegalMoveError,
@@ -38,7 +37,15 @@ from .errors import (
     MoveSyntaxError,
     PositionError,
 )
-from .shuffle import shuffled
+from .textforms import (
+    card_list,
+    deal_from_tokens,
+    key_lines,
+    numbered,
+    pretty_cards,
+    read_deal,
+    read_moves,
+)
 
 ROWS = "ABC"
 COLUMNS = 8
@@ -147,7 +154,17 @@ def _parse_short(token: str) -> Move:
     return Merge(parse_cell(left), parse_cell(right))
 
 
-_LONG_ARITY = {"MERGE": 2, "TALON": 1, "SWAP": 2}
+def _cells(build: type) -> Callable[..., Move]:
+    return lambda *names: build(*(parse_cell(n) for n in names))
+
+
+_LONG_FORMS: dict[str, tuple[int, Callable[..., Move]]] = {
+    "DEAL": (0, lambda: DEAL),
+    "D": (0, lambda: DEAL),
+    "MERGE": (2, _cells(Merge)),
+    "TALON": (1, _cells(TalonPlay)),
+    "SWAP": (2, _cells(Swap)),
+}
 
 
 def parse_moves(text: str) -> list[Move]:
@@ -157,31 +174,7 @@ def parse_moves(text: str) -> list[Move]:
     (``merge A3 B5``, ``d``, ``talon B5``, ``swap A3 B5``) may be mixed;
     ``#`` starts a comment.
     """
-    tokens = re.split(r"[\s,;]+", strip_comments(text).strip())
-    tokens = [t for t in tokens if t]
-    moves: list[Move] = []
-    i = 0
-    while i < len(tokens):
-        word = tokens[i].upper()
-        if word in ("DEAL", "D"):
-            moves.append(DEAL)
-            i += 1
-        elif word in _LONG_ARITY:
-            args = tokens[i + 1 : i + 1 + _LONG_ARITY[word]]
-            if len(args) < _LONG_ARITY[word]:
-                raise MoveSyntaxError(f"move {word.lower()!r} needs more cells")
-            cells = [parse_cell(a) for a in args]
-            if word == "MERGE":
-                moves.append(Merge(*cells))
-            elif word == "SWAP":
-                moves.append(Swap(*cells))
-            else:
-                moves.append(TalonPlay(cells[0]))
-            i += 1 + len(args)
-        else:
-            moves.append(_parse_short(tokens[i]))
-            i += 1
-    return moves
+    return read_moves(text, _parse_short, _LONG_FORMS, "cells")
 
 
 def format_moves(moves: Iterable[Move]) -> str:
@@ -214,15 +207,12 @@ def chain_error(stack: Sequence[Card]) -> str | None:
     implied; it is still checked to give the clearer message.
     """
     if len(stack) > MAX_STACK:
-        return f"stack {_cards(stack)} has {len(stack)} cards (at most 4)"
+        return f"stack {pretty_cards(stack)} has {len(stack)} cards (at most 4)"
     for lower, upper in zip(stack, stack[1:], strict=False):
         if not fits(upper, lower):
-            return f"stack {_cards(stack)} is not a chain: {fit_reason(upper, lower)}"
+            why = fit_reason(upper, lower)
+            return f"stack {pretty_cards(stack)} is not a chain: {why}"
     return None
-
-
-def _cards(cards: Iterable[Card]) -> str:
-    return " ".join(c.pretty for c in cards) or "(empty)"
 
 
 # -- positions ----------------------------------------------------------------------
@@ -341,28 +331,17 @@ def parse_deal(text: str) -> Deal:
     A JSON form (a list of tokens, or an object with a ``deal`` list) is
     accepted too.
     """
-    stripped = text.strip()
-    if stripped.startswith(("[", "{")):
-        data = _json(stripped)
-        tokens = data.get("deal") if isinstance(data, dict) else data
-        if not isinstance(tokens, list):
-            raise DealError("JSON deal needs a list of card tokens under 'deal'")
-        return deal_from_list(tokens)
-    return validate_deal(parse_cards(text))
+    return read_deal(text, validate_deal)
 
 
 def deal_from_list(tokens: Sequence[Any]) -> Deal:
     """Validate a deal given as a list of card tokens."""
-    if not all(isinstance(t, str) for t in tokens):
-        raise DealError("a deal is a list of card tokens (strings)")
-    return validate_deal([parse_card(t) for t in tokens])
+    return deal_from_tokens(tokens, validate_deal)
 
 
 def numbered_deal(number: int) -> Deal:
     """Return deal ``number`` (SplitMix64 + Fisher–Yates; see `verifier.shuffle`)."""
-    if not 0 <= number < 2**64:
-        raise DealError(f"deal number {number} out of range (0 .. 2**64 - 1)")
-    return tuple(shuffled(canonical_deck(), number))
+    return numbered(canonical_deck(), number)
 
 
 def format_deal(deal: Sequence[Card]) -> str:
@@ -386,21 +365,6 @@ def initial_state(deal: Sequence[Card]) -> State:
 
 
 # -- position JSON -----------------------------------------------------------------
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} at line {exc.lineno}") from None
-
-
-def _card_list(value: Any, what: str) -> tuple[Card, ...]:
-    if isinstance(value, str):
-        return tuple(parse_cards(value))
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(parse_card(v) for v in value)
-    raise PositionError(f"{what} must be a list of card tokens or a string of them")
-
-
 def parse_position(data: dict[str, Any]) -> State:
     """Validate a position in its JSON form.
 
@@ -419,14 +383,11 @@ def parse_position(data: dict[str, Any]) -> State:
     if len(grid) != CELLS:
         raise PositionError(f"position has {len(grid)} grid cells, expected 24")
     stacks = tuple(
-        _card_list(stack, f"cell {cell_name(i)}") for i, stack in enumerate(grid)
+        card_list(stack, f"cell {cell_name(i)}") for i, stack in enumerate(grid)
     )
-    stock = _card_list(data.get("stock", []), "stock")
-    talon = _card_list(data.get("talon", []), "talon")
+    stock = card_list(data.get("stock", []), "stock")
+    talon = card_list(data.get("talon", []), "talon")
     return validate_state(State(grid=stacks, stock=stock, talon=talon))
-
-
-_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*:(.*)$")
 
 
 def parse_position_text(text: str) -> State:
@@ -443,14 +404,8 @@ def parse_position_text(text: str) -> State:
     """
     cells: dict[int, Stack] = {}
     piles: dict[str, tuple[Card, ...]] = {"stock": (), "talon": ()}
-    for raw in strip_comments(text).splitlines():
-        if not raw.strip():
-            continue
-        match = _LINE.match(raw)
-        if not match:
-            raise PositionError(f"cannot read position line {raw.strip()!r}")
-        key, value = match.group(1).lower(), match.group(2).strip()
-        cards = () if value in ("", "-") else tuple(parse_cards(value))
+    for name, cards in key_lines(text):
+        key = name.lower()
         if key in piles:
             piles[key] = cards
             continue
@@ -673,13 +628,13 @@ def describe_move(state: State, move: Move) -> str:
         case Merge(src, dst):
             stack, onto = state.grid[src], state.grid[dst][-1]
             where = f"({cell_name(src)}) onto {onto.pretty} ({cell_name(dst)})"
-            text = f"merge {_cards(stack)} {where}"
+            text = f"merge {pretty_cards(stack)} {where}"
             refill = (
                 f"refill {state.stock[0].pretty}" if state.stock else "cell stays empty"
             )
             return f"{text}, {refill}"
         case DealMove():
-            return f"deal {_cards(state.stock[:PACKET])} onto the talon"
+            return f"deal {pretty_cards(state.stock[:PACKET])} onto the talon"
         case TalonPlay(dst):
             onto = state.grid[dst][-1].pretty
             return f"talon {state.talon[-1].pretty} onto {onto} ({cell_name(dst)})"
