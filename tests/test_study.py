@@ -22,6 +22,26 @@ from conftest import SERVICE_ENV
 
 from service import study
 from service.cli import main
+from service.study_plan import (
+    StudyFiles,
+    append_rows,
+    check_budget,
+    is_done,
+    load_rows,
+    load_runs,
+    make_plan,
+    parse_numbers,
+    write_json,
+)
+from service.study_report import (
+    Recheck,
+    Summary,
+    recheck,
+    render_report,
+    summarise,
+    wilson,
+    write_plot,
+)
 from verifier import devils_grip as dg
 from verifier.devils_grip_construct import construct
 from verifier.errors import InputError
@@ -37,70 +57,70 @@ TIME_LIMIT = 20.0
     [("1-5", (1, 2, 3, 4, 5)), ("7,3-4, 3", (3, 4, 7)), ("10", (10,))],
 )
 def test_numbers_are_ranges_and_lists(spec, numbers):
-    assert study.parse_numbers(spec)[0] == numbers
+    assert parse_numbers(spec)[0] == numbers
 
 
 @pytest.mark.parametrize("spec", ["", "5-3", "a-b", "1-", "-4", "1-2000000"])
 def test_bad_numbers_are_input_errors(spec):
     with pytest.raises(InputError):
-        study.parse_numbers(spec)
+        parse_numbers(spec)
 
 
 def test_plans_refuse_what_cannot_be_studied():
     with pytest.raises(InputError, match="no score"):
-        study.make_plan("besieged-fortress", "1-3", "score")
+        make_plan("besieged-fortress", "1-3", "score")
     with pytest.raises(InputError, match="engine"):
-        study.make_plan("devils-grip", "1-3", "verdict", engine="nope")
+        make_plan("devils-grip", "1-3", "verdict", engine="nope")
     with pytest.raises(InputError, match="chunk"):
-        study.make_plan("devils-grip", "1-3", "verdict", chunk=0)
-    plan = study.make_plan(None, "1-3", "verdict")
+        make_plan("devils-grip", "1-3", "verdict", chunk=0)
+    plan = make_plan(None, "1-3", "verdict")
     assert plan.stem == "devils-grip-1-3-verdict"
 
 
 def test_wilson_interval_matches_the_formula_and_stays_in_range():
-    low, high = study.wilson(5, 10)
+    low, high = wilson(5, 10)
     assert low == pytest.approx(0.2366, abs=1e-4)
     assert high == pytest.approx(0.7634, abs=1e-4)
-    assert study.wilson(0, 100)[0] == 0.0
-    assert study.wilson(0, 100)[1] == pytest.approx(0.0370, abs=1e-4)
-    assert study.wilson(100, 100)[1] == pytest.approx(1.0)
+    assert wilson(0, 100)[0] == 0.0
+    assert wilson(0, 100)[1] == pytest.approx(0.0370, abs=1e-4)
+    assert wilson(100, 100)[1] == pytest.approx(1.0)
 
 
 def test_a_torn_last_line_is_skipped_and_cut_before_appending(tmp_path):
     path = tmp_path / "r.jsonl"
-    study.append_rows(path, [{"number": 1, "x": 1}])
+    append_rows(path, [{"number": 1, "x": 1}])
     with path.open("a") as out:
         out.write('{"number": 2, "x"')  # the study was killed mid-write
-    assert set(study.load_rows(path)) == {1}
-    study.append_rows(path, [{"number": 3, "x": 3}])
-    assert set(study.load_rows(path)) == {1, 3}
+    assert set(load_rows(path)) == {1}
+    append_rows(path, [{"number": 3, "x": 3}])
+    assert set(load_rows(path)) == {1, 3}
     assert all(json.loads(line) for line in path.read_text().splitlines())
 
 
 def test_unsettled_rows_are_retried_only_with_more_time():
-    plan = study.make_plan(None, "1", "verdict", time_limit=5)
+    plan = make_plan(None, "1", "verdict", time_limit=5)
     unknown = ProofResult(Status.UNKNOWN, False, "sat", method="no proof within 5 s")
     row = {"number": 1, "time_limit": 5.0, "result": unknown.to_json()}
-    assert study.is_done(row, plan)
-    assert not study.is_done(row, study.make_plan(None, "1", "verdict", time_limit=9))
-    assert not study.is_done({"number": 1, "error": {"code": "x"}}, plan)
+    assert is_done(row, plan)
+    assert not is_done(row, make_plan(None, "1", "verdict", time_limit=9))
+    assert not is_done({"number": 1, "error": {"code": "x"}}, plan)
 
 
 def test_chunks_must_fit_the_services_job_limit():
     settings = Settings(max_time_limit=30, max_job_seconds=120)
-    study.check_budget(study.make_plan(None, "1", time_limit=30, chunk=3), settings)
+    check_budget(make_plan(None, "1", time_limit=30, chunk=3), settings)
     with pytest.raises(InputError, match="lower --chunk or --time-limit"):
-        study.check_budget(study.make_plan(None, "1", time_limit=30, chunk=4), settings)
+        check_budget(make_plan(None, "1", time_limit=30, chunk=4), settings)
     with pytest.raises(InputError, match="PATIENCE_MAX_TIME_LIMIT"):
-        study.check_budget(study.make_plan(None, "1", time_limit=31), settings)
+        check_budget(make_plan(None, "1", time_limit=31), settings)
 
 
 def test_a_results_folder_is_not_shared_by_two_studies(tmp_path):
-    files = study.StudyFiles(tmp_path, "same")
-    first = study.make_plan(None, "1-3", "verdict")
-    study._write_json(files.runs, study.load_runs(files, first))
+    files = StudyFiles(tmp_path, "same")
+    first = make_plan(None, "1-3", "verdict")
+    write_json(files.runs, load_runs(files, first))
     with pytest.raises(InputError, match="another study"):
-        study.load_runs(files, study.make_plan(None, "1-3", "score"))
+        load_runs(files, make_plan(None, "1-3", "score"))
 
 
 # -- the report's replay check -----------------------------------------------------
@@ -114,15 +134,15 @@ def test_recheck_replays_winning_lines_and_names_a_false_one():
     line = tuple(dg.GAME.format_move(m) for m in built.line)
     state = dg.initial_state(built.deal)
     rows = [_won_row(1, line), _won_row(2, line[:-5])]
-    check = study.recheck("devils-grip", rows, start_of=lambda number: state)
+    check = recheck("devils-grip", rows, start_of=lambda number: state)
     assert check.won == 1
     assert len(check.failures) == 1 and check.failures[0].startswith("deal 2:")
 
 
 # -- the report and its plot ---------------------------------------------------------
 def test_report_shows_scores_grades_and_bounds(tmp_path):
-    plan = study.make_plan(None, "1-10", "score")
-    summary = study.Summary(
+    plan = make_plan(None, "1-10", "score")
+    summary = Summary(
         plan=plan,
         deals=10,
         won=1,
@@ -134,11 +154,11 @@ def test_report_shows_scores_grades_and_bounds(tmp_path):
         open_scores=((3, 2), (None, None)),
         times=(0.1, 0.2, 0.3),
         methods={"lost: sat: UNSAT": 8},
-        check=study.Recheck(won=1, scored=7),
+        check=Recheck(won=1, scored=7),
     )
-    assert study.write_plot(summary, tmp_path / "p.png")
+    assert write_plot(summary, tmp_path / "p.png")
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    text = study.render_report(summary, {"runs": []}, "p.png")
+    text = render_report(summary, {"runs": []}, "p.png")
     assert "![Distribution of best scores](p.png)" in text
     # score, proven deals, share, cumulative, best found (not proven)
     assert "| 2 | 2 | 20.00 % | 30.00 % | 1 |" in text
@@ -148,7 +168,7 @@ def test_report_shows_scores_grades_and_bounds(tmp_path):
     assert "| good | ≤ 10 | 7 | 70.00 % | 80.00 % |" in text
     assert "Best scores proven for 8 of 10 deals." in text
     low, high = summary.win_interval()
-    assert (low, high) == (study.wilson(1, 10)[0], study.wilson(2, 10)[1])
+    assert (low, high) == (wilson(1, 10)[0], wilson(2, 10)[1])
 
 
 # -- real studies ----------------------------------------------------------------
@@ -196,9 +216,9 @@ def test_study_through_a_worker_agrees_with_direct_proofs(
     for key, value in service_env.items():
         monkeypatch.setenv(key, value)
     assert main(_args("910001-910020", tmp_path)) == 0
-    plan = study.make_plan(None, "910001-910020", "verdict", time_limit=TIME_LIMIT)
-    files = study.StudyFiles(tmp_path, plan.stem)
-    rows = study.load_rows(files.results)
+    plan = make_plan(None, "910001-910020", "verdict", time_limit=TIME_LIMIT)
+    files = StudyFiles(tmp_path, plan.stem)
+    rows = load_rows(files.results)
     assert sorted(rows) == list(plan.numbers)
     with ThreadPoolExecutor(2) as pool:
         answers = pool.map(_patience_solve, plan.numbers)
@@ -209,7 +229,7 @@ def test_study_through_a_worker_agrees_with_direct_proofs(
     expected = Counter(
         r.status.value if r.proven else "unknown" for r in direct.values()
     )
-    summary = study.summarise(plan, rows)
+    summary = summarise(plan, rows)
     assert (summary.won, summary.lost, summary.unknown) == (
         expected["won"],
         expected["lost"],
@@ -231,10 +251,8 @@ def test_an_interrupted_study_resumes_without_proving_anything_twice(
     connection = study.Connection(
         service, "external", lambda: study.worker_processes(service)
     )
-    plan = study.make_plan(
-        None, "920001-920020", "verdict", time_limit=TIME_LIMIT, chunk=3
-    )
-    files = study.StudyFiles(tmp_path, plan.stem)
+    plan = make_plan(None, "920001-920020", "verdict", time_limit=TIME_LIMIT, chunk=3)
+    files = StudyFiles(tmp_path, plan.stem)
     seen: list[int] = []
 
     def interrupt_once(row: dict[str, Any]) -> None:
@@ -245,7 +263,7 @@ def test_an_interrupted_study_resumes_without_proving_anything_twice(
     first = study.Study(plan, files, connection, on_row=interrupt_once)
     with pytest.raises(KeyboardInterrupt):
         first.run()
-    stored_first = set(study.load_rows(files.results))
+    stored_first = set(load_rows(files.results))
     assert 5 <= len(stored_first) < 20
     left_in_flight = set(first.tally.submitted) - stored_first
     assert left_in_flight and files.pending.exists()
@@ -255,17 +273,20 @@ def test_an_interrupted_study_resumes_without_proving_anything_twice(
     assert not set(tally.submitted) & set(first.tally.submitted)
     assert left_in_flight <= set(tally.reattached)
     assert _lines_per_number(files.results) == Counter(plan.numbers)
-    rows = study.load_rows(files.results)
+    rows = load_rows(files.results)
     assert not any(row["cached"] for row in rows.values())  # each proven once
     assert not files.pending.exists()
 
     # The same deals again, uninterrupted: answered from the stored answers,
     # with the same counts.
-    again = study.StudyFiles(tmp_path / "again", plan.stem)
+    again = StudyFiles(tmp_path / "again", plan.stem)
     study.Study(plan, again, connection).run()
-    rows_again = study.load_rows(again.results)
+    rows_again = load_rows(again.results)
     assert all(row["cached"] for row in rows_again.values())
-    one, two = study.summarise(plan, rows), study.summarise(plan, rows_again)
+    one, two = (
+        summarise(plan, rows),
+        summarise(plan, rows_again),
+    )
     assert (one.won, one.lost, one.unknown) == (two.won, two.lost, two.unknown)
 
 
@@ -279,12 +300,12 @@ def test_without_redis_url_the_study_brings_its_own_stack(monkeypatch, tmp_path)
     for key, value in SERVICE_ENV.items():
         monkeypatch.setenv(key, value)
     assert main(_args("274,930001-930002", tmp_path, "--workers", "1")) == 0
-    plan = study.make_plan(None, "274,930001-930002", "verdict")
-    files = study.StudyFiles(tmp_path, plan.stem)
-    rows = study.load_rows(files.results)
+    plan = make_plan(None, "274,930001-930002", "verdict")
+    files = StudyFiles(tmp_path, plan.stem)
+    rows = load_rows(files.results)
     assert sorted(rows) == [274, 930001, 930002]
     assert rows[274]["result"]["status"] == "won"
-    summary = study.summarise(plan, rows)
+    summary = summarise(plan, rows)
     assert summary.won >= 1 and summary.check.won == summary.won
     assert not summary.check.failures
     runs = json.loads(files.runs.read_text())["runs"]
