@@ -557,8 +557,10 @@ def _best_score(enc, solver, question, deadline, began, stats, method):
     # A first line at once: deal through the stock, playing the talon greedily.
     best_line = _finish(enc.state, [])
     lower, best = 1, replay(dg.GAME, enc.state, best_line).score
-    report_partial(
-        _result(
+
+    def unproven() -> ProofResult:
+        """The answer so far: lost, best line found, proven lower bound."""
+        return _result(
             Status.LOST,
             True,
             question,
@@ -567,10 +569,11 @@ def _best_score(enc, solver, question, deadline, began, stats, method):
             best_line,
             method,
             began,
-            stats,
+            stats | {"lower_bound": lower},
             lower_bound=lower,
         )
-    )
+
+    report_partial(unproven())
     while best is None or lower < best:
         assumptions = []
         if best is not None:
@@ -580,17 +583,7 @@ def _best_score(enc, solver, question, deadline, began, stats, method):
             assumptions = [guard]
         answer = _check(solver, assumptions, deadline)
         if answer == z3.unknown:
-            return _result(
-                Status.LOST,
-                True,
-                question,
-                best,
-                False,
-                best_line,
-                method,
-                began,
-                stats | {"lower_bound": lower},
-            )
+            return unproven()
         if answer == z3.unsat:
             if best is None:
                 raise AssertionError("SMT: a lost position must have some line")
@@ -598,20 +591,7 @@ def _best_score(enc, solver, question, deadline, began, stats, method):
             continue
         best_line = _finish(enc.state, decode(enc, solver.model()))
         best = replay(dg.GAME, enc.state, best_line).score
-        report_partial(
-            _result(
-                Status.LOST,
-                True,
-                question,
-                best,
-                False,
-                best_line,
-                method,
-                began,
-                stats,
-                lower_bound=lower,
-            )
-        )
+        report_partial(unproven())
     how = f"{method}; score <= {best - 1} UNSAT, score {best} reached"
     return _result(
         Status.LOST, True, question, best, True, best_line, how, began, stats
