@@ -37,6 +37,7 @@ from verifier.results import (
     report_partial,
 )
 
+from . import devils_grip_score as score_mod
 from .devils_grip_sat_cnf import Encoding, build_encoding
 from .devils_grip_sat_lines import decode
 
@@ -44,6 +45,10 @@ ENGINE = "sat"
 SOLVER = "cadical195"
 #: Conflicts per budgeted call when a time limit is set (then the clock is read).
 CONFLICT_CHUNK = 10_000
+#: Share of the time limit the score descent gets before the core-guided search,
+#: and its cap in seconds (also its allowance when there is no time limit).
+DESCENT_SHARE = 0.5
+DESCENT_MAX = 5.0
 
 
 @dataclass
@@ -54,9 +59,6 @@ class _Run:
     deadline: float | None
     dominance: bool | None = None
     stats: dict[str, Any] = field(default_factory=dict)
-
-    def out_of_time(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self.began, 4)
@@ -116,14 +118,17 @@ def _solver(enc: Encoding, run: _Run) -> Solver:
     return solver
 
 
-def _solve(solver: Solver, assumptions: list[int], run: _Run) -> bool | None:
-    """Solve under ``assumptions``; None when the time limit ran out first."""
+def _solve(
+    solver: Solver, assumptions: list[int], run: _Run, until: float | None = None
+) -> bool | None:
+    """Solve under ``assumptions``; None when ``until`` (or the limit) came first."""
     t0 = time.perf_counter()
     run.stats["sat_calls"] += 1
+    stop = run.deadline if until is None else until
     try:
-        if run.deadline is None:
+        if stop is None:
             return solver.solve(assumptions=assumptions)
-        while not run.out_of_time():
+        while time.monotonic() < stop:
             solver.conf_budget(CONFLICT_CHUNK)
             status = solver.solve_limited(assumptions=assumptions)
             if status is not None:
@@ -222,7 +227,27 @@ def _unknown(
 
 
 # -- best score -----------------------------------------------------------------------
+@dataclass
+class _Best:
+    """The best line found so far and the proven lower bound on the score."""
+
+    lower: int
+    score: int | None = None
+    line: tuple[str, ...] = ()
+
+    def settled(self) -> bool:
+        return self.score is not None and self.score <= self.lower
+
+
 def _prove_score(state: dg.State, run: _Run) -> ProofResult:
+    """Win check, then a descent for a good line, then core-guided bounds.
+
+    The descent (CaDiCaL, totalizer under assumptions) finds good lines fast
+    but rarely refutes the last bound on whole deals; it gets a share of the
+    time (`DESCENT_SHARE`, at most `DESCENT_MAX` seconds). The core-guided
+    search (`devils_grip_score`) then raises a proven lower bound until it
+    meets the best line's score or returns an optimal model itself.
+    """
     enc = _encode(state, Question.SCORE, run)
     with _solver(enc, run) as solver:
         status = _solve(solver, enc.win_literals(), run)
@@ -231,71 +256,133 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
             return _won(moves, run, Question.SCORE, "SAT: the decoded line wins")
         if status is None:
             return _unknown(run, Question.SCORE, None, None, ())
-        lower = 1
-        report_partial(_lost_unproven(run, None, lower, ()))
-        return _descend(enc, solver, run, lower)
+        best = _Best(lower=1)
+        report_partial(_lost_unproven(run, best))
+        _descend(enc, solver, run, best, _descent_deadline(run))
+    if best.settled():
+        return _lost_proven(run, best, "descent")
+    _raise_lower_bound(enc, run, best)
+    if best.settled():
+        return _lost_proven(run, best, "core-guided")
+    return _lost_unproven(run, best)
 
 
-def _descend(enc: Encoding, solver: Solver, run: _Run, lower: int) -> ProofResult:
-    """Find lines with fewer and fewer cards left until "fewer" is UNSAT."""
-    status = _solve(solver, [], run)
+def _descent_deadline(run: _Run) -> float:
+    """Return when the descent phase must hand over to the core-guided search."""
+    if run.deadline is None:
+        return run.began + DESCENT_MAX
+    share = DESCENT_SHARE * (run.deadline - run.began)
+    return min(run.deadline, run.began + min(share, DESCENT_MAX))
+
+
+def _descend(
+    enc: Encoding, solver: Solver, run: _Run, best: _Best, until: float
+) -> None:
+    """Find lines with fewer and fewer cards left until "fewer" is UNSAT.
+
+    Updates ``best``; an UNSAT "at most score - 1" proves the score optimal
+    (``best.lower`` rises to it). Stops quietly at ``until``.
+    """
+    status = _solve(solver, [], run, until)
     if not status:
-        return _lost_unproven(run, None, lower, ())
-    moves, final = _line(enc, solver.get_model())
-    best, line = dg.score(final), _notation(moves)
-    report_partial(_lost_unproven(run, best, lower, line))
-    tot = enc.add_score_bound(None, best - 1 - enc.score_offset)
+        return
+    _improve(enc, solver.get_model(), run, best)
+    tot = enc.add_score_bound(None, best.score - 1 - enc.score_offset)
     if tot is not None:
         for clause in tot.cnf.clauses:
             solver.add_clause(clause)
-    while best > lower:
-        k = best - 1 - enc.score_offset  # "at most best - 1" = "k unlinked"
+    while not best.settled():
+        k = best.score - 1 - enc.score_offset  # "at most score - 1" = "k unlinked"
         if tot is None or k < 0:
-            lower = best
-            break
-        status = _solve(solver, [-tot.rhs[k]], run)
+            best.lower = best.score
+            return
+        status = _solve(solver, [-tot.rhs[k]], run, until)
         if status is None:
-            return _lost_unproven(run, best, lower, line)
+            return
         if not status:
-            lower = best
-            break
-        moves, final = _line(enc, solver.get_model())
-        if dg.score(final) >= best:
-            raise AssertionError("a model under 'fewer cards' decoded to no better")
-        best, line = dg.score(final), _notation(moves)
-        report_partial(_lost_unproven(run, best, lower, line))
+            best.lower = best.score
+            return
+        _improve(enc, solver.get_model(), run, best)
+
+
+def _improve(enc: Encoding, model: list[int], run: _Run, best: _Best) -> None:
+    """Decode ``model``; it must beat ``best`` (else the encoding is wrong)."""
+    moves, final = _line(enc, model)
+    score = dg.score(final)
+    if best.score is not None and score >= best.score:
+        raise AssertionError("a model under 'fewer cards' decoded to no better")
+    best.score, best.line = score, _notation(moves)
+    report_partial(_lost_unproven(run, best))
+
+
+def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
+    """Run the core-guided search until it meets ``best`` or time runs out."""
+    t0 = time.perf_counter()
+    run.stats["core_bounds"] = []
+
+    def on_bound(cost: int) -> None:
+        lower = enc.score_offset + cost
+        if best.score is not None and lower > best.score:
+            raise AssertionError("a proven lower bound above a replayed line")
+        run.stats["core_bounds"].append([lower, round(time.monotonic() - run.began, 3)])
+        if lower > best.lower:
+            best.lower = lower
+            report_partial(_lost_unproven(run, best))
+        if best.settled():
+            raise score_mod.LowerBoundReached
+
+    try:
+        model = score_mod.least_unlinked(enc, deadline=run.deadline, on_bound=on_bound)
+    except (score_mod.OutOfTime, score_mod.LowerBoundReached):
+        model = None
+    finally:
+        run.stats["core_s"] = round(time.perf_counter() - t0, 4)
+    if model is not None:
+        moves, final = _line(enc, model)
+        if dg.score(final) != best.lower:
+            raise AssertionError("an optimal model decoded to another score")
+        best.score, best.line = dg.score(final), _notation(moves)
+
+
+def _lost_proven(run: _Run, best: _Best, how: str) -> ProofResult:
+    """The best score is proven: a line reaches it, nothing goes below it."""
+    if how == "descent":
+        proof = f"totalizer UNSAT at {best.score - 1}"
+    else:
+        proof = (
+            f"core-guided MaxSAT (OLL/RC2) lower bound {best.lower} "
+            "meets the line's score"
+        )
     return ProofResult(
         status=Status.LOST,
         proven=True,
         engine=ENGINE,
         question=Question.SCORE,
-        best_score=best,
+        best_score=best.score,
         score_proven=True,
-        lower_bound=best,
-        line=line,
+        lower_bound=best.lower,
+        line=best.line,
         method=(
-            f"UNSAT with the win literals (no win); SAT at {best} (line attached), "
-            f"UNSAT at {best - 1}: no line leaves fewer than {best} cards "
-            f"(stock-pointer CNF + totalizer; {_size(run)})"
+            f"UNSAT with the win literals (no win); SAT at {best.score} (line "
+            f"attached), {proof}: no line leaves fewer than {best.score} cards "
+            f"(stock-pointer CNF; {_size(run)})"
         ),
         elapsed=run.elapsed(),
         stats=run.stats,
     )
 
 
-def _lost_unproven(
-    run: _Run, best: int | None, lower: int, line: tuple[str, ...]
-) -> ProofResult:
+def _lost_unproven(run: _Run, best: _Best) -> ProofResult:
     """The verdict is proven (no win), the best score is not (time ran out)."""
     return ProofResult(
         status=Status.LOST,
         proven=True,
         engine=ENGINE,
         question=Question.SCORE,
-        best_score=best,
+        best_score=best.score,
         score_proven=False,
-        lower_bound=lower,
-        line=line,
+        lower_bound=best.lower,
+        line=best.line,
         method="UNSAT with the win literals: no win; best score not proven in time",
         elapsed=run.elapsed(),
         stats=run.stats,
