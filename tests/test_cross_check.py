@@ -10,8 +10,11 @@ from __future__ import annotations
 import random
 
 import pytest
+from pysat.solvers import Solver
 
-from patience_encodings import engines
+from patience_encodings import devils_grip_sat, engines
+from patience_encodings.devils_grip_sat_cnf import build_encoding
+from patience_encodings.devils_grip_sat_lines import line_assignment
 from verifier import devils_grip as dg
 from verifier.devils_grip_construct import construct
 from verifier.formats import Start, start_from_number
@@ -73,3 +76,25 @@ def test_late_position_best_scores_agree():
             found,
             GAME.position_to_json(start.state),
         )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_search_wins_fit_the_sat_horizon(seed):
+    """The SAT horizon argument, checked on the other engine's lines.
+
+    A win places 72 stock cards (merges and talon plays) and deals at most 24
+    times, so UNSAT over the stock-pointer slots means no win. Every winning
+    line the search prover finds, independently of SAT, fits that bound and
+    is a model of SAT's verdict CNF (without its normal-form restrictions).
+    """
+    state = dg.initial_state(construct(seed).deal)
+    result = engines.solve(Start(GAME, state, "deal"), engine="search", time_limit=60)
+    assert result.status is Status.WON, result.method
+    line = dg.parse_moves(" ".join(result.line))
+    placements = sum(isinstance(m, dg.Merge | dg.TalonPlay) for m in line)
+    deals = sum(m == dg.DEAL for m in line)
+    assert placements == 72 and deals <= 24
+    enc = build_encoding(state, Question.VERDICT, dominance=False)
+    with Solver(name=devils_grip_sat.SOLVER, bootstrap_with=enc.clauses) as solver:
+        values = line_assignment(enc, line)
+        assert solver.solve(assumptions=[v if b else -v for v, b in values.items()])
