@@ -98,3 +98,34 @@ def test_search_wins_fit_the_sat_horizon(seed):
     with Solver(name=devils_grip_sat.SOLVER, bootstrap_with=enc.clauses) as solver:
         values = line_assignment(enc, line)
         assert solver.solve(assumptions=[v if b else -v for v, b in values.items()])
+
+
+def along_winning_lines(count: int, seed: int):
+    """Late positions on and just off the winning lines of constructed deals."""
+    rng = random.Random(seed)
+    for k in range(count):
+        built = construct(100 + k)
+        state = dg.initial_state(built.deal)
+        for move in built.line:
+            if len(state.stock) <= 15:
+                break
+            state = dg.apply(state, move)
+        if k % 2:  # step off the line: deal until a base goes to the talon
+            while state.stock and not any(
+                c.rank in dg.BASE_RANKS for c in state.talon[-dg.PACKET :]
+            ):
+                state = dg.apply(state, dg.DEAL)
+        else:  # a few random moves, which may or may not throw the win away
+            for _ in range(rng.randrange(4)):
+                state = dg.apply(state, rng.choice(dg.legal_moves(state, swaps=False)))
+        yield Start(GAME, state, "position")
+
+
+def test_positions_along_winning_lines_agree():
+    for start in along_winning_lines(6, seed=11):
+        found = answers(start, Question.SCORE)
+        assert len(found) >= 2, found
+        assert len(set(found.values())) == 1, (
+            found,
+            GAME.position_to_json(start.state),
+        )
