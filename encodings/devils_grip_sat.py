@@ -353,37 +353,31 @@ def _lost_proven(run: _Run, best: _Best, how: str) -> ProofResult:
             f"core-guided MaxSAT (OLL/RC2) lower bound {best.lower} "
             "meets the line's score"
         )
-    return ProofResult(
-        status=Status.LOST,
-        proven=True,
-        engine=ENGINE,
-        question=Question.SCORE,
-        best_score=best.score,
-        score_proven=True,
-        lower_bound=best.lower,
-        line=best.line,
-        method=(
-            f"UNSAT with the win literals (no win); SAT at {best.score} (line "
-            f"attached), {proof}: no line leaves fewer than {best.score} cards "
-            f"(stock-pointer CNF; {_size(run)})"
-        ),
-        elapsed=run.elapsed(),
-        stats=run.stats,
+    method = (
+        f"UNSAT with the win literals (no win); SAT at {best.score} (line "
+        f"attached), {proof}: no line leaves fewer than {best.score} cards "
+        f"(stock-pointer CNF; {_size(run)})"
     )
+    return _lost(run, best, True, method)
 
 
 def _lost_unproven(run: _Run, best: _Best) -> ProofResult:
     """The verdict is proven (no win), the best score is not (time ran out)."""
+    method = "UNSAT with the win literals: no win; best score not proven in time"
+    return _lost(run, best, False, method)
+
+
+def _lost(run: _Run, best: _Best, score_proven: bool, method: str) -> ProofResult:
     return ProofResult(
         status=Status.LOST,
         proven=True,
         engine=ENGINE,
         question=Question.SCORE,
         best_score=best.score,
-        score_proven=False,
+        score_proven=score_proven,
         lower_bound=best.lower,
         line=best.line,
-        method="UNSAT with the win literals: no win; best score not proven in time",
+        method=method,
         elapsed=run.elapsed(),
         stats=run.stats,
     )
