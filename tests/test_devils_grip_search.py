@@ -107,7 +107,7 @@ def test_model_round_trip_matches_reference_moves():
         node = child
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", range(12))
 def test_finds_the_win_of_constructed_deals(seed):
     built = construct(seed)
     result = search.prove(

@@ -100,6 +100,8 @@ class Search:
         self._rng: random.Random | None = None
         #: Node count at which the current restart gives up.
         self._budget: int | None = None
+        #: Whether the current restart prefers dealing to merging on ties.
+        self._lazy = False
 
     # -- the search ------------------------------------------------------------
     def value(self, node: sm.Node, bar: int) -> tuple[int, bool]:
@@ -154,19 +156,25 @@ class Search:
 
     def _order(self, children: list) -> list:
         """Sort moves for a win search: the most slack in the surplus bound
-        first (a heuristic only; every child is still searched)."""
+        first (a heuristic only; every child is still searched).
+
+        Along winning lines the slack is mostly 0 for every move, so ties
+        decide: every fourth restart (`_lazy`) tries the deal before the merges, the
+        others the merges first; constructed wins need either style.
+        """
 
         rng = self._rng
 
-        def rank(item: tuple) -> tuple[int, int, float]:
+        def rank(item: tuple) -> tuple[int, int, bool, float]:
             move, child = item
             if child[0] == self.model.n:
-                return (0, 0, 0.0)
+                return (0, 0, False, 0.0)
             canon = self._canon(child)
             if canon.dead or canon.missing:
-                return (-1, 0, 0.0)
+                return (-1, 0, False, 0.0)
             slack = self.bounds.margin(canon)[0]
-            return (move == sm.TALON, slack, rng.random() if rng else 0.0)
+            lazy = (move == sm.DEAL) == self._lazy
+            return (move == sm.TALON, slack, lazy, rng.random() if rng else 0.0)
 
         return sorted(children, key=rank, reverse=True)
 
@@ -191,6 +199,7 @@ class Search:
         for attempt in range(RESTARTS):
             self._budget = self.nodes + budget
             self._rng = random.Random(attempt) if attempt else None
+            self._lazy = attempt % 4 == 3
             self._path = []
             try:
                 found = self.value(self.root, 1)[0]
