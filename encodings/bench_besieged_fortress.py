@@ -8,7 +8,9 @@ Each deal is proved in this process (no portfolio, no child process), so the
 times are the prover's own. It prints the win rate with a Wilson 95 %
 interval in which deals left unknown count as losses for the lower bound and
 as wins for the upper bound, the share of deals resolved, and the median, p90
-and maximum time per deal. With ``--fc-solve`` it also runs Freecell Solver
+and maximum time per deal, and which of the search's strategies settled how
+many deals (``--verbose`` adds one line per deal with the prover's stats).
+With ``--fc-solve`` it also runs Freecell Solver
 (``fc-solve``, preset ``beleaguered_castle``, atomic moves ``-to 01ABCDE``) on
 every deal and compares verdicts: the outside yardstick of issue 9.
 """
@@ -92,16 +94,19 @@ def fc_solve_available() -> bool:
     return shutil.which(FC_SOLVE) is not None
 
 
-def prove_deal(number: int, engine: str, time_limit: float) -> tuple[str, float]:
-    """Prove numbered deal ``number`` in this process; return (status, seconds)."""
+def prove_deal(number: int, engine: str, time_limit: float) -> tuple[str, float, dict]:
+    """Prove numbered deal ``number`` in this process.
+
+    Return (status, seconds, the prover's stats).
+    """
     state = bf.initial_state(bf.numbered_deal(number))
     prover = engines.PROVERS[engine][bf.GAME.name]
     began = time.monotonic()
     result = prover(state, question=Question.VERDICT, time_limit=time_limit)
     elapsed = time.monotonic() - began
     if result.status is Status.LOST and not result.proven:
-        return "unknown", elapsed
-    return result.status.value, elapsed
+        return "unknown", elapsed, result.stats
+    return result.status.value, elapsed, result.stats
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -147,10 +152,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("fc-solve is not installed (apt-get install freecell-solver-bin)")
         return 2
     ours: list[tuple[str, float]] = []
+    details: list[dict] = []
     theirs: list[tuple[str, float]] = []
     for number in range(args.start, args.start + args.count):
-        ours.append(prove_deal(number, args.engine, args.time_limit))
-        line = f"{number} {ours[-1][0]} {ours[-1][1]:.3f}"
+        status, seconds, stats = prove_deal(number, args.engine, args.time_limit)
+        ours.append((status, seconds))
+        details.append(stats)
+        line = f"{number} {status} {seconds:.3f}"
+        if stats:
+            line += " " + " ".join(f"{k}={v}" for k, v in sorted(stats.items()))
         if args.fc_solve:
             state = bf.initial_state(bf.numbered_deal(number))
             theirs.append(fc_solve_verdict(state, args.time_limit))
@@ -160,6 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     first, last = args.start, args.start + args.count - 1
     print(f"Besieged Fortress deals {first}-{last}, {args.time_limit:g} s each")
     print("\n".join(summary(args.engine, *map(list, zip(*ours, strict=True)))))
+    settled_by = Counter(
+        d["strategy"]
+        for (status, _), d in zip(ours, details, strict=True)
+        if status != "unknown" and "strategy" in d
+    )
+    if settled_by:
+        print("  settled by: " + ", ".join(f"{k} {v}" for k, v in settled_by.items()))
     if args.fc_solve:
         print("\n".join(summary("fc-solve", *map(list, zip(*theirs, strict=True)))))
         both = [(a[0], b[0]) for a, b in zip(ours, theirs, strict=True)]

@@ -180,26 +180,74 @@ def test_rows_are_interchangeable(seed, in_rows):
 def test_each_strategy_alone_reaches_the_same_verdict(seed, in_rows):
     state = random_position(random.Random(seed), in_rows, all_rows=True)
     verdicts = {
-        search_verdict(state, strategies=s)
-        for s in [("dfs",), ("best",), ("dfs", "best")]
+        search_verdict(state, strategies=s, shared=shared)
+        for s in [("dfs",), ("best",), ("guided",), ("guided", "best", "dfs")]
+        for shared in (False, True)
     }
     assert len(verdicts) == 1
 
 
-def where(state: bf.State, move: bf.Move) -> bytes:
-    return bfs.key(bfs.to_internal(bf.apply(state, move))[0])
+def test_a_lost_verdict_names_the_strategy_that_exhausted_its_table():
+    state = bf.initial_state(bf.numbered_deal(5))
+    search = bfs.Search()
+    assert search.run(state) is None and not search.timed_out
+    assert search.winner in ("dfs", "guided", "best")
+    assert bfs.STRATEGY_NAMES[search.winner] in bfs.prove(state).method
+
+
+def where(state: bf.State, moves: list[bf.Move]) -> bytes:
+    for move in moves:
+        state = bf.apply(state, move)
+    return bfs.key(bfs.to_internal(state)[0])
 
 
 def test_candidate_moves_cover_every_legal_move_up_to_renumbering():
-    # Every legal move leads where a listed move leads, or only renumbers rows.
+    # Every legal move leads where a listed move leads, or only renumbers rows;
+    # every listed step expands into legal single moves.
     state = bf.initial_state(bf.numbered_deal(3))
     rng = random.Random(3)
-    for _ in range(80):
+    for _ in range(120):
         rows, found, _ = bfs.to_internal(state)
-        listed = bfs.to_moves(bfs.candidate_moves(rows, found))
+        steps = bfs.candidate_moves(rows, found)
         legal = bf.legal_moves(state)
-        assert set(listed) <= set(legal)
+        singles = [m for s in steps if s[2] == 1 for m in bfs.to_moves(state, [s])]
+        assert set(singles) <= set(legal)
 
-        reached = {where(state, m) for m in listed} | {bfs.key(rows)}
-        assert all(where(state, m) in reached for m in legal)
+        reached = {where(state, bfs.to_moves(state, [s])) for s in steps}
+        reached.add(bfs.key(rows))
+        assert all(where(state, [m]) in reached for m in legal)
         state = bf.apply(state, rng.choice(legal))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32), in_rows=st.integers(12, 30))
+def test_run_moves_are_single_moves_landing_where_the_search_says(seed, in_rows):
+    # Few rows used, so there are empty rows and runs to move through them.
+    rng = random.Random(seed)
+    state = random_position(rng, in_rows, all_rows=False)
+    for _ in range(30):
+        rows, found, breaks = bfs.to_internal(state)
+        for step in bfs.candidate_moves(rows, found):
+            moves = bfs.to_moves(state, [step])  # raises if one is illegal
+            assert len(moves) >= step[2]
+            _, after, _, _ = bfs.child(rows, found, breaks, step, safe=False)
+            assert where(state, moves) == bfs.key(after)
+        legal = bf.legal_moves(state)
+        if not legal:
+            break
+        state = bf.apply(state, rng.choice(legal))
+
+
+def test_run_move_through_two_empty_rows_moves_four_cards():
+    state = pos(
+        "1: KD QS JH 10S 9S | 2: KH | 3: JS | 4: KS | 5: QH | 6: KC | F: 8S 10H QD QC"
+    )
+    rows, found, _ = bfs.to_internal(state)
+    assert (0, 1, 4) in bfs.candidate_moves(rows, found)
+    moves = bfs.to_moves(state, [(0, 1, 4)])
+    assert all(isinstance(m, bf.RowMove) for m in moves)
+    end = state
+    for move in moves:
+        end = bf.apply(end, move)
+    assert [str(c) for c in end.rows[1]] == ["KH", "QS", "JH", "10S", "9S"]
+    assert end.rows[0] == (Card(13, 2),) and not end.rows[6] and not end.rows[7]
