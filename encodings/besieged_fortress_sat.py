@@ -56,8 +56,13 @@ from pysat.solvers import Solver
 
 from verifier import besieged_fortress as bf
 from verifier.cards import Card
-from verifier.errors import UnsupportedError
-from verifier.results import ProofResult, Question, Status, check_result
+from verifier.results import (
+    ProofResult,
+    Question,
+    Status,
+    check_question,
+    check_result,
+)
 
 ENGINE = "sat"
 SOLVER = "cadical195"
@@ -367,20 +372,14 @@ def prove(
     time_limit: float | None = None,
 ) -> ProofResult:
     """Find a win by SAT; prove a dead end only by the recurrence-diameter bound."""
-    if question is not Question.VERDICT:
-        raise UnsupportedError(
-            "Besieged Fortress has no proven best score; ask for the verdict"
-        )
+    check_question(bf.GAME, question)
     began = time.monotonic()
     deadline = None if time_limit is None else began + time_limit
     status, line, horizon, method = search(state, deadline)
     elapsed = round(time.monotonic() - began, 4)
     stats = {"horizon": horizon}
     if status == "won":
-        end = state
-        for move in line:
-            end = bf.apply(end, move)
-        moves = line + bf.finishing_moves(end)
+        moves = bf.with_finish(state, line)
         result = ProofResult(
             status=Status.WON,
             proven=True,

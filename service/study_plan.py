@@ -23,7 +23,7 @@ from typing import Any
 from patience_encodings.engines import AUTO, settles
 from verifier.errors import InputError
 from verifier.registry import get_game
-from verifier.results import ProofResult, Question
+from verifier.results import ProofResult, Question, check_question
 from worker.jobs import ITEM_OVERHEAD, check_engine
 from worker.settings import Settings
 
@@ -98,8 +98,7 @@ def make_plan(
     """Validate a study's options into a `Plan`; bad ones raise `InputError`."""
     the_game = get_game(game)
     asked = Question(question)
-    if asked is Question.SCORE and not the_game.has_score:
-        raise InputError(f"{the_game.name} has no score: use --question verdict")
+    check_question(the_game, asked)
     check_engine(the_game.name, engine)
     if not math.isfinite(time_limit) or time_limit <= 0:
         raise InputError("--time-limit must be a positive number of seconds")

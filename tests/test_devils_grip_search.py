@@ -28,14 +28,10 @@ from verifier.results import Question, Status
 CURATED = Path(__file__).parent.parent / "seeds" / "curated" / "devils-grip.jsonl"
 
 
-def _sample(count: int, seed: int) -> list[tuple[dg.State, int]]:
-    return list(positions(count, seed))
-
-
 @pytest.fixture(scope="module")
 def small_positions() -> list[tuple[dg.State, int]]:
     """520 small positions with their brute-force best scores."""
-    return _sample(520, seed=2026)
+    return list(positions(520, seed=2026))
 
 
 def test_the_sample_covers_wins_losses_and_stockless_positions(small_positions):

@@ -514,6 +514,15 @@ def is_sorted(state: State) -> bool:
     )
 
 
+def with_finish(state: State, moves: list[Move]) -> list[Move]:
+    """Return ``moves`` (legal from ``state``) followed by the foundation moves
+    that finish the position they reach (see `finishing_moves`)."""
+    end = state
+    for move in moves:
+        end = apply(end, move)
+    return moves + finishing_moves(end)
+
+
 def finishing_moves(state: State) -> list[Move]:
     """Return foundation moves that win a sorted position, or [] if not sorted.
 

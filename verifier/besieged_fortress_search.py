@@ -91,8 +91,7 @@ from typing import Any
 
 from . import besieged_fortress as bf
 from .cards import Card
-from .errors import UnsupportedError
-from .results import ProofResult, Question, Status, check_result
+from .results import ProofResult, Question, Status, check_question, check_result
 
 ENGINE = "search"
 HOME = -1
@@ -335,10 +334,16 @@ def estimate(k: bytes, rows: Rows, found: list[int], breaks: int) -> float:
     )
 
 
-class DepthFirst:
-    """Depth-first strategy: a stack of frames, one per position on the path."""
+class Strategy:
+    """One order of search over a transposition table (its own or shared).
 
-    name = "dfs"
+    A strategy starts from a position (rows, foundations, breaks), expands its
+    ``frontier`` in turns (`advance`) and is `done` when the frontier is
+    empty: then every position reachable from the start is in ``seen``.
+    """
+
+    name = ""
+    frontier: list
 
     def __init__(
         self,
@@ -347,15 +352,37 @@ class DepthFirst:
         rows: Rows,
         found: list[int],
         breaks: int,
-    ):
+    ) -> None:
         self.search = search
         self.seen = seen
-        # frame: rows, foundations, breaks, candidate moves, next index, steps in
-        self.stack = [[rows, found, breaks, candidate_moves(rows, found), 0, []]]
+        self.frontier = self.start(rows, found, breaks)
+
+    def start(self, rows: Rows, found: list[int], breaks: int) -> list:
+        """Return the frontier holding only the start position."""
+        raise NotImplementedError
 
     def advance(self, budget: int) -> list[Step] | None:
         """Expand up to ``budget`` positions; return a winning line if found."""
-        seen, safe, stack = self.seen, self.search.safe, self.stack
+        raise NotImplementedError
+
+    @property
+    def done(self) -> bool:
+        """Return whether this strategy's frontier is exhausted."""
+        return not self.frontier
+
+
+class DepthFirst(Strategy):
+    """Depth-first strategy: a stack of frames, one per position on the path."""
+
+    name = "dfs"
+
+    def start(self, rows: Rows, found: list[int], breaks: int) -> list:
+        # frame: rows, foundations, breaks, candidate moves, next index, steps in
+        return [[rows, found, breaks, candidate_moves(rows, found), 0, []]]
+
+    def advance(self, budget: int) -> list[Step] | None:
+        """Expand up to ``budget`` positions; return a winning line if found."""
+        seen, safe, stack = self.seen, self.search.safe, self.frontier
         while stack and budget > 0:
             frame = stack[-1]
             if frame[4] >= len(frame[3]):
@@ -374,30 +401,16 @@ class DepthFirst:
             stack.append([rows, found, breaks, candidate_moves(rows, found), 0, steps])
         return None
 
-    @property
-    def done(self) -> bool:
-        """Return whether this strategy's frontier is exhausted."""
-        return not self.stack
 
-
-class GuidedDepthFirst:
+class GuidedDepthFirst(Strategy):
     """Depth-first strategy that tries each position's children best `estimate`
     first: cheap like depth-first search, steered like best-first search."""
 
     name = "guided"
 
-    def __init__(
-        self,
-        search: Search,
-        seen: set[bytes],
-        rows: Rows,
-        found: list[int],
-        breaks: int,
-    ):
-        self.search = search
-        self.seen = seen
+    def start(self, rows: Rows, found: list[int], breaks: int) -> list:
         # frame: children (best last), steps into the frame's position
-        self.stack = [[self.children(rows, found, breaks), []]]
+        return [[self.children(rows, found, breaks), []]]
 
     def children(self, rows0: Rows, found0: list[int], breaks0: int) -> list[Any]:
         """Return the unseen children of a position, the most promising last."""
@@ -416,7 +429,7 @@ class GuidedDepthFirst:
 
     def advance(self, budget: int) -> list[Step] | None:
         """Expand up to ``budget`` positions; return a winning line if found."""
-        seen, stack = self.seen, self.stack
+        seen, stack = self.seen, self.frontier
         while stack and budget > 0:
             frame = stack[-1]
             if not frame[0]:
@@ -432,37 +445,21 @@ class GuidedDepthFirst:
             stack.append([self.children(rows, found, breaks), steps])
         return None
 
-    @property
-    def done(self) -> bool:
-        """Return whether this strategy's frontier is exhausted."""
-        return not self.stack
 
-
-class BestFirst:
+class BestFirst(Strategy):
     """Greedy best-first strategy on `estimate`, with parent links for the line."""
 
     name = "best"
 
-    def __init__(
-        self,
-        search: Search,
-        seen: set[bytes],
-        rows: Rows,
-        found: list[int],
-        breaks: int,
-    ):
-        self.search = search
-        self.seen = seen
+    def start(self, rows: Rows, found: list[int], breaks: int) -> list:
         self.count = 0
         # entry: estimate, tie-break, rows, foundations, breaks, node
         # node: (parent node, steps into this position) or None at the start
-        self.heap: list[tuple[float, int, Rows, list[int], int, Any]] = [
-            (0.0, 0, rows, found, breaks, None)
-        ]
+        return [(0.0, 0, rows, found, breaks, None)]
 
     def advance(self, budget: int) -> list[Step] | None:
         """Expand up to ``budget`` positions; return a winning line if found."""
-        seen, safe, heap = self.seen, self.search.safe, self.heap
+        seen, safe, heap = self.seen, self.search.safe, self.frontier
         while heap and budget > 0:
             _, _, rows0, found0, breaks0, node = heapq.heappop(heap)
             budget -= 1
@@ -493,11 +490,6 @@ class BestFirst:
             node, steps = node
             parts.append(steps)
         return [s for steps in reversed(parts) for s in steps]
-
-    @property
-    def done(self) -> bool:
-        """Return whether this strategy's frontier is exhausted."""
-        return not self.heap
 
 
 def turn(strategy: str, seconds: int) -> int:
@@ -634,11 +626,7 @@ def to_moves(state: bf.State, steps: list[Step]) -> list[bf.Move]:
 
 def winning_line(state: bf.State, steps: list[Step]) -> list[bf.Move]:
     """Return the full winning line: the steps, then the finishing moves."""
-    moves = to_moves(state, steps)
-    end = state
-    for move in moves:
-        end = bf.apply(end, move)
-    return moves + bf.finishing_moves(end)
+    return bf.with_finish(state, to_moves(state, steps))
 
 
 def prove(
@@ -648,10 +636,7 @@ def prove(
     time_limit: float | None = None,
 ) -> ProofResult:
     """Prove ``state`` won (with a replayed line) or lost (search exhausted)."""
-    if question is not Question.VERDICT:
-        raise UnsupportedError(
-            "Besieged Fortress has no proven best score; ask for the verdict"
-        )
+    check_question(bf.GAME, question)
     began = time.monotonic()
     deadline = None if time_limit is None else began + time_limit
     search = Search(deadline=deadline)

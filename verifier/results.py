@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from .errors import UnsupportedError
 from .game import Game
 from .replay import replay
 
@@ -83,6 +84,18 @@ class ProofResult:
         fields["question"] = Question(fields.get("question", "verdict"))
         fields["line"] = tuple(fields.get("line", ()))
         return cls(**fields)
+
+
+def check_question(game: Game, question: Question) -> None:
+    """Refuse the score question for a game that has no score to prove.
+
+    One check, one message, wherever a question arrives: at the provers (they
+    may be called directly), and at the doors (jobs, studies) before any work.
+    """
+    if question is Question.SCORE and not game.has_score:
+        raise UnsupportedError(
+            f"{game.title} has no score to prove; ask for the verdict"
+        )
 
 
 class ResultCheckError(AssertionError):

@@ -28,6 +28,7 @@ from verifier.results import (
     Question,
     ResultCheckError,
     Status,
+    check_question,
     check_result,
 )
 
@@ -181,8 +182,7 @@ class ProofJob:
         (start_field,) = given
         start = start_from_json({"game": game.name, start_field: data[start_field]})
         question = Question(get_choice(data, "question", QUESTIONS, "verdict"))
-        if question is Question.SCORE and not game.has_score:
-            raise UnsupportedError(f"{game.name} has no score to prove")
+        check_question(game, question)
         top = settings.max_time_limit
         time_limit = get_number(
             data, "time_limit", min(DEFAULT_TIME_LIMIT, top), MIN_TIME_LIMIT, top
