@@ -364,7 +364,13 @@ def _lost_proven(run: _Run, best: _Best, how: str) -> ProofResult:
 def _lost_unproven(run: _Run, best: _Best) -> ProofResult:
     """The verdict is proven (no win), the best score is not (time ran out)."""
     method = "UNSAT with the win literals: no win; best score not proven in time"
+    if best.lower > 1:
+        method += f"; core-guided MaxSAT (OLL/RC2) proves at least {_cards(best.lower)}"
     return _lost(run, best, False, method)
+
+
+def _cards(count: int) -> str:
+    return f"{count} card" if count == 1 else f"{count} cards"
 
 
 def _lost(run: _Run, best: _Best, score_proven: bool, method: str) -> ProofResult:

@@ -8,7 +8,10 @@ interrupted through pysat.
 
 ``auto`` runs every prover registered for the game as a portfolio, one process
 each, and returns the first answer that settles the question; the others are
-killed. Every line is replayed by the reference engine (`check_result`) before
+killed. For the best score the engines also settle it *together*
+(`combine_bounds`): a line from one engine and a proven lower bound from
+another that meet prove the line optimal, although neither engine could say so
+alone. Every line is replayed by the reference engine (`check_result`) before
 it leaves this module.
 """
 
@@ -175,8 +178,8 @@ def _portfolio(
         proc.start()
         child.close()
         running[parent] = (name, proc)
-    answers: list[ProofResult] = []
-    partials: dict[str, ProofResult] = {}
+    #: Each engine's latest answer: partial while it runs, final once done.
+    latest: dict[str, ProofResult] = {}
     errors: list[str] = []
     try:
         while running:
@@ -184,24 +187,71 @@ def _portfolio(
             if remaining <= 0:
                 break
             for conn in wait(list(running), timeout=remaining):
+                name = running[conn][0]
                 kind, payload = _receive(conn)
-                if kind == "partial":
-                    partials[running[conn][0]] = ProofResult.from_json(payload)
-                    continue
-                name, proc = running.pop(conn)
-                partials.pop(name, None)
-                proc.join(timeout=1)
+                if kind != "partial":
+                    running.pop(conn)[1].join(timeout=1)
                 if kind == "error":
                     errors.append(f"{name}: {payload.strip().splitlines()[-1]}")
                     continue
                 result = ProofResult.from_json(payload)
-                if settles(result, question):
+                if kind == "ok" and settles(result, question):
                     return result
-                answers.append(result)
+                latest[name] = result
+                together = combine_bounds(list(latest.values()), question)
+                if together is not None:
+                    return together
     finally:
         _stop([proc for _, proc in running.values()])
-    answers += partials.values()
+    answers = list(latest.values())
     return _best_unsettled(answers, errors, list(provers), time_limit, question)
+
+
+def combine_bounds(
+    answers: list[ProofResult], question: Question
+) -> ProofResult | None:
+    """Return the best score proven by several engines together, if it is.
+
+    Every ``lower_bound`` a prover reports is proven (no line leaves fewer
+    cards) and every ``best_score`` comes with a line that reaches it (replayed
+    again by `solve`). So when the best line of one engine scores no more than
+    the highest lower bound of another, that line is optimal: the two facts
+    together are the proof, and the result names both. None when they do not
+    meet (or for a verdict, which needs no combining).
+    """
+    if question is not Question.SCORE or len(answers) < 2:
+        return None
+    lined = [a for a in answers if a.best_score is not None and a.line]
+    bounded = [a for a in answers if a.lower_bound is not None]
+    if not lined or not bounded:
+        return None
+    line = min(lined, key=lambda a: a.best_score)
+    bound = max(bounded, key=lambda a: a.lower_bound)
+    if line.best_score is None or line.best_score > bound.lower_bound:
+        return None
+    if line.best_score == 0:
+        return None  # a win settles alone (and would have been returned)
+    return ProofResult(
+        status=Status.LOST,
+        proven=True,
+        engine=_joined(line.engine, bound.engine),
+        question=question,
+        best_score=line.best_score,
+        score_proven=True,
+        lower_bound=line.best_score,
+        line=line.line,
+        method=(
+            f"line from {line.engine} leaves {line.best_score}; {bound.engine} "
+            f"proves every line leaves at least {bound.lower_bound} "
+            f"({bound.method})"
+        ),
+        stats={line.engine: line.stats, bound.engine: bound.stats},
+    )
+
+
+def _joined(*names: str) -> str:
+    """Return engine names joined by '+', each once, in order."""
+    return "+".join(dict.fromkeys(names))
 
 
 def _stop(procs: list[Any]) -> None:
@@ -229,12 +279,13 @@ def _best_unsettled(
     time_limit: float,
     question: Question,
 ) -> ProofResult:
-    """Merge unsettled answers: keep a proven verdict, and the best line found."""
+    """Merge unsettled answers: a proven verdict, the best line, the best bound."""
     with_line = [a for a in answers if a.best_score is not None]
     best = min(with_line, key=lambda a: a.best_score) if with_line else None
+    bounds = [a.lower_bound for a in answers if a.lower_bound is not None]
     proven = [a for a in answers if a.proven]
     if proven:
-        verdict = proven[0]
+        verdict = replace(proven[0], lower_bound=max(bounds, default=None))
         if best is None or (
             verdict.best_score is not None and verdict.best_score <= best.best_score
         ):

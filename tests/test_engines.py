@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import random
 import time
+from dataclasses import replace
 
 import pytest
 
 from patience_encodings import engines
+from verifier import devils_grip as dg
 from verifier.errors import InputError, UnsupportedError
-from verifier.formats import start_from_number
+from verifier.formats import Start, start_from_number
 from verifier.registry import get_game
 from verifier.replay import replay
-from verifier.results import Question, Status
+from verifier.results import Question, Status, check_result
 
 GAME = get_game("devils-grip")
 
@@ -46,3 +49,35 @@ def test_auto_uses_the_games_portfolio():
     for game, preferred in engines.PORTFOLIO.items():
         available = engines.engines_for(game)
         assert any(name in available for name in preferred)
+
+
+def _late_start(seed: int) -> Start:
+    """A late position of a numbered deal: merges at random, 12 stock cards left."""
+    rng = random.Random(seed)
+    state = dg.initial_state(dg.numbered_deal(rng.randrange(1, 10**6)))
+    while len(state.stock) > 12:
+        moves = dg.legal_moves(state, swaps=False)
+        merges = [m for m in moves if isinstance(m, dg.Merge)]
+        state = dg.apply(state, rng.choice(merges) if merges else dg.DEAL)
+    return Start(GAME, state, "position")
+
+
+def test_a_line_and_a_bound_from_two_engines_prove_the_best_score_together():
+    start = _late_start(3)
+    sat = engines.solve(start, question=Question.SCORE, engine="sat", time_limit=60)
+    assert sat.score_proven and sat.best_score >= 2
+    best = sat.best_score
+    # What two engines might report mid-run: one has the line, one the bound.
+    line_only = replace(sat, engine="a", score_proven=False, lower_bound=1)
+    bound_only = replace(
+        sat, engine="b", score_proven=False, best_score=None, line=(), lower_bound=best
+    )
+    together = engines.combine_bounds([line_only, bound_only], Question.SCORE)
+    assert together is not None and together.score_proven
+    assert (together.best_score, together.engine) == (best, "a+b")
+    assert "b proves every line leaves at least" in together.method
+    check_result(GAME, start.state, together)  # the line is real
+    short = replace(bound_only, lower_bound=best - 1)
+    assert engines.combine_bounds([line_only, short], Question.SCORE) is None
+    assert engines.combine_bounds([line_only], Question.SCORE) is None
+    assert engines.combine_bounds([line_only, bound_only], Question.VERDICT) is None
