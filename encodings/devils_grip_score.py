@@ -43,7 +43,7 @@ from .devils_grip_sat_cnf import Encoding
 #: The SAT oracle inside RC2 (Glucose 4.1: interruptible by conflict budgets).
 CORE_SOLVER = "g4"
 #: Conflicts per budgeted oracle call before the clock is read.
-CHUNK = 20_000
+CHUNK = 4_000
 
 
 class OutOfTime(Exception):
