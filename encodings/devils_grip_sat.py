@@ -29,6 +29,7 @@ from typing import Any
 from pysat.solvers import Solver
 
 from verifier import devils_grip as dg
+from verifier import devils_grip_beam
 from verifier.results import (
     ProofResult,
     Question,
@@ -49,6 +50,9 @@ CONFLICT_CHUNK = 10_000
 #: and its cap in seconds (also its allowance when there is no time limit).
 DESCENT_SHARE = 0.5
 DESCENT_MAX = 5.0
+#: Share of the time limit the beam gets for the first line, and its cap.
+BEAM_SHARE = 0.2
+BEAM_MAX = 2.0
 
 
 @dataclass
@@ -257,6 +261,7 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
         if status is None:
             return _unknown(run, Question.SCORE, None, None, ())
         best = _Best(lower=1)
+        _beam_line(state, run, best)
         report_partial(_lost_unproven(run, best))
         _descend(enc, solver, run, best, _descent_deadline(run))
     if best.settled():
@@ -265,6 +270,25 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
     if best.settled():
         return _lost_proven(run, best, "core-guided")
     return _lost_unproven(run, best)
+
+
+def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
+    """Start from the beam's line (`verifier.devils_grip_beam`), if it finds one.
+
+    On whole deals it finds lines within a few cards of the optimum in well
+    under a second (deal 1: 10, the optimum), where the descent's first
+    models leave 20-40; the descent then only has to go below it. It gets
+    `BEAM_SHARE` of the limit, at most `BEAM_MAX` seconds.
+    """
+    t0 = time.perf_counter()
+    until = run.began + BEAM_MAX
+    if run.deadline is not None:
+        until = min(until, run.began + BEAM_SHARE * (run.deadline - run.began))
+    found = devils_grip_beam.reference_line(state, deadline=until, floor=best.lower)
+    run.stats["beam_s"] = round(time.perf_counter() - t0, 4)
+    if found is not None:
+        best.score, best.line = found[0], _notation(found[1])
+        run.stats["beam_score"] = found[0]
 
 
 def _descent_deadline(run: _Run) -> float:
@@ -283,10 +307,11 @@ def _descend(
     Updates ``best``; an UNSAT "at most score - 1" proves the score optimal
     (``best.lower`` rises to it). Stops quietly at ``until``.
     """
-    status = _solve(solver, [], run, until)
-    if not status:
-        return
-    _improve(enc, solver.get_model(), run, best)
+    if best.score is None:
+        status = _solve(solver, [], run, until)
+        if not status:
+            return
+        _improve(enc, solver.get_model(), run, best)
     tot = enc.add_score_bound(None, best.score - 1 - enc.score_offset)
     if tot is not None:
         for clause in tot.cnf.clauses:

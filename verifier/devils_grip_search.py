@@ -17,9 +17,11 @@ quick. A lost deal also gets a line from a few randomised greedy playouts
 (its score is reported, unproven). ``SCORE`` then raises the bar one proven
 step at a time: a search with bar ``k + 1`` either finds a line scoring ``k``
 (optimal, since ``k`` is a proven lower bound) or proves every line leaves
-more than ``k``. The best playout line closes the gap from above when the
-lower bound reaches it. Each step keeps the table, so later steps reuse
-earlier proofs.
+more than ``k``. When a first short try does not settle it, a beam search
+(`verifier.devils_grip_beam`, guided by the playouts' line, for `BEAM_SHARE`
+of the limit) looks for a better line before the search resumes; the best
+line closes the gap from above when the lower bound reaches it. Each step
+keeps the table, so later steps reuse earlier proofs.
 
 Time limits are honoured between expansions (the clock is read every few
 hundred states); the answer is then ``unknown`` (or ``lost`` with an unproven
@@ -37,6 +39,7 @@ from typing import Any
 
 from . import devils_grip as dg
 from . import devils_grip_search_model as sm
+from .devils_grip_beam import Beam, BeamLine
 from .devils_grip_search_bounds import Bounds
 from .results import ProofResult, Question, Status, check_result, report_partial
 
@@ -45,6 +48,10 @@ ENGINE = "search"
 CLOCK_EVERY = 256
 #: Randomised greedy playouts for the first line of a lost position.
 PLAYOUTS = 24
+#: The score question's beam (`verifier.devils_grip_beam`) gets this share of
+#: the time limit, at most `BEAM_MAX` seconds (also without a limit).
+BEAM_SHARE = 0.2
+BEAM_MAX = 2.0
 #: Nodes whose canonical form is kept (the cache is emptied when full).
 CANON_CACHE = 1 << 20
 #: Restarts of the win search, the first with this node budget (doubling).
@@ -271,6 +278,23 @@ class Search:
             if score < self.incumbent.score:
                 self.incumbent = _Incumbent(score, moves)
 
+    def beam(self, budget: float, floor: int = 0) -> None:
+        """Run the beam for ``budget`` seconds (never past the deadline),
+        guided by the incumbent; keep its line when it is better.
+
+        ``floor`` is a proven lower bound: a line reaching it ends the beam.
+        """
+        deadline = time.monotonic() + budget
+        if self.deadline is not None:
+            deadline = min(deadline, self.deadline)
+        guide = None
+        if self.incumbent.score < INFINITY:
+            guide = BeamLine(self.incumbent.score, tuple(self.incumbent.moves))
+        beam = Beam(self.model, self.root)
+        found = beam.best(deadline=deadline, floor=floor, guide=guide)
+        if found is not None and found.score < self.incumbent.score:
+            self.incumbent = _Incumbent(found.score, list(found.moves))
+
     def _playout(self, rng: random.Random, eagerness: float) -> tuple[int, list]:
         node, moves = self.root, []
         stock, n = self.model.stock, self.model.n
@@ -298,19 +322,6 @@ class Search:
 
 def _cards(count: int) -> str:
     return f"{count} card" if count == 1 else f"{count} cards"
-
-
-def to_reference(state: dg.State, moves: list[sm.Move]) -> list[dg.Move]:
-    """Turn abstract moves into reference moves by replaying them on ``state``.
-
-    A won line gets the swaps that put every stack in its row.
-    """
-    line: list[dg.Move] = []
-    for move in moves:
-        real = sm.concrete(state, move)
-        state = dg.apply(state, real)
-        line.append(real)
-    return line + dg.finishing_moves(state)
 
 
 def prove(
@@ -355,10 +366,45 @@ class _Run:
         if self.question is Question.VERDICT:
             return self._lost()
         report_partial(self._check(self._lost()))
+        budget = self._beam_budget()
+        try:
+            return self._best_score_within(budget / 2) or self._beam_then_search(budget)
+        except _OutOfTime:
+            return self._lost()
+
+    def _beam_budget(self) -> float:
+        """Return the beam's share of the time limit (see `BEAM_SHARE`)."""
+        deadline = self.search.deadline
+        if deadline is None:
+            return BEAM_MAX
+        return min(BEAM_SHARE * (deadline - self.began), BEAM_MAX)
+
+    def _best_score_within(self, seconds: float) -> ProofResult | None:
+        """Try the exact best score for ``seconds`` first; None if unfinished.
+
+        Late positions are proven in a fraction of a second, before a beam
+        would have paid for itself. What the search proved stays in the table.
+        """
+        search = self.search
+        deadline = search.deadline
+        search.deadline = time.monotonic() + seconds
+        if deadline is not None:
+            search.deadline = min(search.deadline, deadline)
         try:
             return self._best_score()
         except _OutOfTime:
-            return self._lost()
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+            search._path = []  # the interrupted descent left its moves there
+            return None
+        finally:
+            search.deadline = deadline
+
+    def _beam_then_search(self, budget: float) -> ProofResult:
+        """Look for a better line with the beam, then resume the search."""
+        self.search.beam(budget, floor=self.lower)
+        report_partial(self._check(self._lost()))
+        return self._best_score()
 
     def _best_score(self) -> ProofResult:
         """Raise the proven lower bound until a line reaches it."""
@@ -439,4 +485,4 @@ class _Run:
         )
 
     def _line(self, moves: list[sm.Move]) -> tuple[str, ...]:
-        return tuple(dg.format_move(m) for m in to_reference(self.state, moves))
+        return tuple(dg.format_move(m) for m in sm.to_reference(self.state, moves))

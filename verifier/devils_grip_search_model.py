@@ -347,3 +347,16 @@ def _cell_with_top(state: dg.State, top: int, avoid: int = -1) -> int:
     return next(
         i for i, s in enumerate(state.grid) if s and i != avoid and encode(s[-1]) == top
     )
+
+
+def to_reference(state: dg.State, moves: list[Move]) -> list[dg.Move]:
+    """Turn abstract moves into reference moves by replaying them on ``state``.
+
+    A won line gets the swaps that put every stack in its row.
+    """
+    line: list[dg.Move] = []
+    for move in moves:
+        real = concrete(state, move)
+        state = dg.apply(state, real)
+        line.append(real)
+    return line + dg.finishing_moves(state)
