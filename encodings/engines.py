@@ -282,10 +282,18 @@ def _best_unsettled(
     """Merge unsettled answers: a proven verdict, the best line, the best bound."""
     with_line = [a for a in answers if a.best_score is not None]
     best = min(with_line, key=lambda a: a.best_score) if with_line else None
-    bounds = [a.lower_bound for a in answers if a.lower_bound is not None]
+    bounded = [a for a in answers if a.lower_bound is not None]
     proven = [a for a in answers if a.proven]
     if proven:
-        verdict = replace(proven[0], lower_bound=max(bounds, default=None))
+        verdict = proven[0]
+        bound = max(bounded, key=lambda a: a.lower_bound, default=None)
+        if bound is not None and bound.lower_bound > (verdict.lower_bound or 0):
+            verdict = replace(
+                verdict,
+                lower_bound=bound.lower_bound,
+                method=f"{verdict.method}; {bound.engine} proves every line "
+                f"leaves at least {bound.lower_bound}",
+            )
         if best is None or (
             verdict.best_score is not None and verdict.best_score <= best.best_score
         ):

@@ -16,6 +16,8 @@ from verifier.registry import get_game
 from verifier.replay import replay
 from verifier.results import Question, Status, check_result
 
+SCORE = Question.SCORE
+
 GAME = get_game("devils-grip")
 
 
@@ -79,5 +81,9 @@ def test_a_line_and_a_bound_from_two_engines_prove_the_best_score_together():
     check_result(GAME, start.state, together)  # the line is real
     short = replace(bound_only, lower_bound=best - 1)
     assert engines.combine_bounds([line_only, short], Question.SCORE) is None
+    # Unsettled at the limit: the answer keeps the line and the higher bound.
+    merged = engines._best_unsettled([line_only, short], [], ["a", "b"], 9, SCORE)
+    assert (merged.best_score, merged.lower_bound) == (best, best - 1)
+    assert not merged.score_proven and "b proves every line leaves" in merged.method
     assert engines.combine_bounds([line_only], Question.SCORE) is None
     assert engines.combine_bounds([line_only, bound_only], Question.VERDICT) is None
