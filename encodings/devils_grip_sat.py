@@ -9,10 +9,13 @@ python-sat:
   with the reference engine (plus the sorting swaps); UNSAT proves the deal
   lost.
 - SCORE: one incremental solver on the score formula. First "win?" under
-  assumptions (the win literals); then any line, finished greedily (after the
-  stock is exhausted only talon plays matter, and which copy a talon card goes
-  on does not change the tops); then "at most s-1 cards left" through a
-  totalizer, under assumptions, until UNSAT: the last line found is optimal.
+  assumptions (the win literals); then a first line from the beam search
+  (`verifier.devils_grip_beam`), or else any model, finished greedily (after
+  the stock is exhausted only talon plays matter, and which copy a talon card
+  goes on does not change the tops); then "at most s-1 cards left" through a
+  totalizer, under assumptions, until UNSAT (the last line found is optimal)
+  or until its share of the time is spent; then core-guided MaxSAT
+  (`devils_grip_score`) raises a proven lower bound until it meets the line.
 
 Every line is replayed with `verifier.results.check_result` before it is
 returned. ``time_limit`` is honoured between solver calls and by conflict
@@ -46,9 +49,12 @@ ENGINE = "sat"
 SOLVER = "cadical195"
 #: Conflicts per budgeted call when a time limit is set (then the clock is read).
 CONFLICT_CHUNK = 10_000
-#: Share of the time limit the score descent gets before the core-guided search,
-#: and its cap in seconds (also its allowance when there is no time limit).
-DESCENT_SHARE = 0.5
+#: Share of the time limit the score descent gets (counted from the start, beam
+#: included) before the core-guided search, and its cap in seconds (also its
+#: allowance when there is no time limit). Since the beam gives the first line,
+#: the descent rarely improves it on whole deals: a quarter (rather than half)
+#: gave deals 1-10 at 10 s the same lines and lower bounds summing 54, not 47.
+DESCENT_SHARE = 0.25
 DESCENT_MAX = 5.0
 #: Share of the time limit the beam gets for the first line, and its cap.
 BEAM_SHARE = 0.2
@@ -244,9 +250,9 @@ class _Best:
 
 
 def _prove_score(state: dg.State, run: _Run) -> ProofResult:
-    """Win check, then a descent for a good line, then core-guided bounds.
+    """Win check, the beam's line, a descent below it, then core-guided bounds.
 
-    The descent (CaDiCaL, totalizer under assumptions) finds good lines fast
+    The descent (CaDiCaL, totalizer under assumptions) finds better lines
     but rarely refutes the last bound on whole deals; it gets a share of the
     time (`DESCENT_SHARE`, at most `DESCENT_MAX` seconds). The core-guided
     search (`devils_grip_score`) then raises a proven lower bound until it
