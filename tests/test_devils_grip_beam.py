@@ -14,6 +14,7 @@ import time
 import pytest
 from dg_brute_force import positions
 
+from patience_encodings import bench_lines
 from verifier import devils_grip as dg
 from verifier import devils_grip_beam as beam
 from verifier import devils_grip_search as search
@@ -136,3 +137,10 @@ def test_the_search_prover_reports_the_beam_line_for_the_score_question():
     assert result.best_score is not None
     assert result.best_score + 5 <= playout_line(state).score
     assert result.elapsed < 6
+
+
+def test_the_line_benchmark_replays_every_line_and_prints_the_sums(capsys):
+    assert bench_lines.main(["--start", "3", "--count", "1", "--budgets", "1"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    playouts, beam = (int(c.split()[0]) for c in table[-1].split("|")[2:4])
+    assert table[2].startswith("| 3 | ") and beam <= playouts
