@@ -356,7 +356,7 @@ class _Run:
         search = self.search
         search.playouts(4)
         try:
-            verdict = search.verdict()
+            verdict = self._verdict()
         except _OutOfTime:
             return self._unknown()
         if verdict == 0:
@@ -371,6 +371,29 @@ class _Run:
             return self._best_score_within(budget / 2) or self._beam_then_search(budget)
         except _OutOfTime:
             return self._lost()
+
+    def _verdict(self) -> int:
+        """Run the win search; for the score question, leave the beam its time.
+
+        When the win search cannot finish, a score answer is only as good as
+        its line: the beam then gets the last `_beam_budget` seconds (the
+        playouts' line is far worse) before `_OutOfTime` goes on.
+        """
+        search = self.search
+        deadline = search.deadline
+        if self.question is not Question.SCORE or deadline is None:
+            return search.verdict()
+        budget = self._beam_budget()
+        search.deadline = deadline - budget
+        try:
+            return search.verdict()
+        except _OutOfTime:
+            search.deadline = deadline
+            search._path = []  # the interrupted search left its moves there
+            search.beam(budget)
+            raise
+        finally:
+            search.deadline = deadline
 
     def _beam_budget(self) -> float:
         """Return the beam's share of the time limit (see `BEAM_SHARE`)."""
