@@ -47,6 +47,7 @@ from typing import Any
 
 from pysat.solvers import Solver
 
+from verifier.cards import card_count
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start, start_from_json
 from verifier.results import ProofResult, Question, Status
@@ -86,8 +87,7 @@ def claim_text(question: Question, bound: int | None) -> str:
     """Return the claim in words."""
     if question is Question.VERDICT:
         return "no line wins"
-    cards = "card" if bound == 1 else "cards"
-    return f"no line leaves fewer than {bound} {cards} in the talon"
+    return f"no line leaves fewer than {card_count(bound)} in the talon"
 
 
 def _encoder(game_name: str):

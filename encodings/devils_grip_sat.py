@@ -33,6 +33,7 @@ from pysat.solvers import Solver
 
 from verifier import devils_grip as dg
 from verifier import devils_grip_beam
+from verifier.cards import card_count
 from verifier.results import (
     ProofResult,
     Question,
@@ -56,9 +57,6 @@ CONFLICT_CHUNK = 10_000
 #: gave deals 1-10 at 10 s the same lines and lower bounds summing 54, not 47.
 DESCENT_SHARE = 0.25
 DESCENT_MAX = 5.0
-#: Share of the time limit the beam gets for the first line, and its cap.
-BEAM_SHARE = 0.2
-BEAM_MAX = 2.0
 
 
 @dataclass
@@ -284,12 +282,11 @@ def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
     On whole deals it finds lines within a few cards of the optimum in well
     under a second (deal 1: 10, the optimum), where the descent's first
     models leave 20-40; the descent then only has to go below it. It gets
-    `BEAM_SHARE` of the limit, at most `BEAM_MAX` seconds.
+    `devils_grip_beam.budget` of the limit.
     """
     t0 = time.perf_counter()
-    until = run.began + BEAM_MAX
-    if run.deadline is not None:
-        until = min(until, run.began + BEAM_SHARE * (run.deadline - run.began))
+    limit = None if run.deadline is None else run.deadline - run.began
+    until = run.began + devils_grip_beam.budget(limit)
     found = devils_grip_beam.reference_line(state, deadline=until, floor=best.lower)
     run.stats["beam_s"] = round(time.perf_counter() - t0, 4)
     if found is not None:
@@ -396,12 +393,10 @@ def _lost_unproven(run: _Run, best: _Best) -> ProofResult:
     """The verdict is proven (no win), the best score is not (time ran out)."""
     method = "UNSAT with the win literals: no win; best score not proven in time"
     if best.lower > 1:
-        method += f"; core-guided MaxSAT (OLL/RC2) proves at least {_cards(best.lower)}"
+        method += (
+            f"; core-guided MaxSAT (OLL/RC2) proves at least {card_count(best.lower)}"
+        )
     return _lost(run, best, False, method)
-
-
-def _cards(count: int) -> str:
-    return f"{count} card" if count == 1 else f"{count} cards"
 
 
 def _lost(run: _Run, best: _Best, score_proven: bool, method: str) -> ProofResult:

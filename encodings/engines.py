@@ -227,10 +227,8 @@ def combine_bounds(
         return None
     line = min(lined, key=lambda a: a.best_score)
     bound = max(bounded, key=lambda a: a.lower_bound)
-    if line.best_score is None or line.best_score > bound.lower_bound:
-        return None
-    if line.best_score == 0:
-        return None  # a win settles alone (and would have been returned)
+    if line.best_score > bound.lower_bound or line.best_score == 0:
+        return None  # they do not meet; or a win, which settles alone
     return ProofResult(
         status=Status.LOST,
         proven=True,

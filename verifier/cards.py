@@ -71,3 +71,8 @@ def strip_comments(text: str) -> str:
 def parse_cards(text: str) -> list[Card]:
     """Parse whitespace-separated card tokens, ignoring ``#`` comments."""
     return [parse_card(tok) for tok in strip_comments(text).split()]
+
+
+def card_count(count: int) -> str:
+    """Return ``count`` with its noun: ``1 card``, ``7 cards`` (for messages)."""
+    return f"{count} card" if count == 1 else f"{count} cards"

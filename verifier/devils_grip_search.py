@@ -18,8 +18,8 @@ quick. A lost deal also gets a line from a few randomised greedy playouts
 step at a time: a search with bar ``k + 1`` either finds a line scoring ``k``
 (optimal, since ``k`` is a proven lower bound) or proves every line leaves
 more than ``k``. When a first short try does not settle it, a beam search
-(`verifier.devils_grip_beam`, guided by the playouts' line, for `BEAM_SHARE`
-of the limit) looks for a better line before the search resumes; the best
+(`verifier.devils_grip_beam`, guided by the playouts' line, for its
+`budget` of the limit) looks for a better line before the search resumes; the best
 line closes the gap from above when the lower bound reaches it. Each step
 keeps the table, so later steps reuse earlier proofs.
 
@@ -34,11 +34,15 @@ from __future__ import annotations
 import random
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import devils_grip as dg
+from . import devils_grip_beam as beam_mod
 from . import devils_grip_search_model as sm
+from .cards import card_count
 from .devils_grip_beam import Beam, BeamLine
 from .devils_grip_search_bounds import Bounds
 from .results import ProofResult, Question, Status, check_result, report_partial
@@ -48,10 +52,6 @@ ENGINE = "search"
 CLOCK_EVERY = 256
 #: Randomised greedy playouts for the first line of a lost position.
 PLAYOUTS = 24
-#: The score question's beam (`verifier.devils_grip_beam`) gets this share of
-#: the time limit, at most `BEAM_MAX` seconds (also without a limit).
-BEAM_SHARE = 0.2
-BEAM_MAX = 2.0
 #: Nodes whose canonical form is kept (the cache is emptied when full).
 CANON_CACHE = 1 << 20
 #: Restarts of the win search, the first with this node budget (doubling).
@@ -146,8 +146,10 @@ class Search:
         for move, child in children:
             limit = min(bar, best)
             self._path.append(move)
-            v, exact = self.value(child, limit)
-            self._path.pop()
+            try:
+                v, exact = self.value(child, limit)
+            finally:  # also when a restart or the clock cuts the search short
+                self._path.pop()
             if exact and v < limit:
                 best, best_move = v, move
                 if best <= lower:
@@ -207,7 +209,6 @@ class Search:
             self._budget = self.nodes + budget
             self._rng = random.Random(attempt) if attempt else None
             self._lazy = attempt % 4 == 3
-            self._path = []
             try:
                 found = self.value(self.root, 1)[0]
             except _Restart:
@@ -215,7 +216,7 @@ class Search:
                 continue
             self._budget, self._rng = None, None
             return found
-        self._budget, self._rng, self._path = None, None, []
+        self._budget, self._rng = None, None
         return self.value(self.root, 1)[0]
 
     def _leaf(self, node: sm.Node) -> int:
@@ -225,6 +226,16 @@ class Search:
         if score < self.incumbent.score:
             self.incumbent = _Incumbent(score, self._path + [sm.TALON] * plays)
         return score
+
+    @contextmanager
+    def until(self, moment: float) -> Iterator[None]:
+        """Stop at ``moment`` as well as at the deadline, inside the block."""
+        deadline = self.deadline
+        self.deadline = moment if deadline is None else min(moment, deadline)
+        try:
+            yield
+        finally:
+            self.deadline = deadline
 
     def _check_clock(self) -> None:
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -320,10 +331,6 @@ class Search:
         return {"nodes": self.nodes, "table": len(self.table)}
 
 
-def _cards(count: int) -> str:
-    return f"{count} card" if count == 1 else f"{count} cards"
-
-
 def prove(
     state: dg.State,
     *,
@@ -384,23 +391,17 @@ class _Run:
         if self.question is not Question.SCORE or deadline is None:
             return search.verdict()
         budget = self._beam_budget()
-        search.deadline = deadline - budget
         try:
-            return search.verdict()
+            with search.until(deadline - budget):
+                return search.verdict()
         except _OutOfTime:
-            search.deadline = deadline
-            search._path = []  # the interrupted search left its moves there
             search.beam(budget)
             raise
-        finally:
-            search.deadline = deadline
 
     def _beam_budget(self) -> float:
-        """Return the beam's share of the time limit (see `BEAM_SHARE`)."""
+        """Return the beam's share of the time limit (`devils_grip_beam.budget`)."""
         deadline = self.search.deadline
-        if deadline is None:
-            return BEAM_MAX
-        return min(BEAM_SHARE * (deadline - self.began), BEAM_MAX)
+        return beam_mod.budget(None if deadline is None else deadline - self.began)
 
     def _best_score_within(self, seconds: float) -> ProofResult | None:
         """Try the exact best score for ``seconds`` first; None if unfinished.
@@ -408,20 +409,14 @@ class _Run:
         Late positions are proven in a fraction of a second, before a beam
         would have paid for itself. What the search proved stays in the table.
         """
-        search = self.search
-        deadline = search.deadline
-        search.deadline = time.monotonic() + seconds
-        if deadline is not None:
-            search.deadline = min(search.deadline, deadline)
+        deadline = self.search.deadline
         try:
-            return self._best_score()
+            with self.search.until(time.monotonic() + seconds):
+                return self._best_score()
         except _OutOfTime:
             if deadline is not None and time.monotonic() >= deadline:
                 raise
-            search._path = []  # the interrupted descent left its moves there
             return None
-        finally:
-            search.deadline = deadline
 
     def _beam_then_search(self, budget: float) -> ProofResult:
         """Look for a better line with the beam, then resume the search."""
@@ -478,13 +473,13 @@ class _Run:
         if proven_score:
             self.lower = score
             method = (
-                f"search exhausted: no line leaves fewer than {_cards(score)} "
+                f"search exhausted: no line leaves fewer than {card_count(score)} "
                 f"({search.nodes} states)"
             )
         else:
             method = (
                 f"search exhausted: no win ({search.nodes} states); every line "
-                f"leaves at least {_cards(self.lower)}"
+                f"leaves at least {card_count(self.lower)}"
             )
         return self._result(
             status=Status.LOST,
