@@ -15,7 +15,9 @@ python-sat:
   goes on does not change the tops); then "at most s-1 cards left" through a
   totalizer, under assumptions, until UNSAT (the last line found is optimal)
   or until its share of the time is spent; then core-guided MaxSAT
-  (`devils_grip_score`) raises a proven lower bound until it meets the line.
+  (`devils_grip_score`) raises a proven lower bound until it meets the line,
+  counting the score two ways side by side: cards left unlinked, and cards
+  missing from the grid's stacks.
 
 Every line is replayed with `verifier.results.check_result` before it is
 returned. ``time_limit`` is honoured between solver calls and by conflict
@@ -54,8 +56,10 @@ CONFLICT_CHUNK = 10_000
 #: included) before the core-guided search, and its cap in seconds (also its
 #: allowance when there is no time limit). Since the beam gives the first line,
 #: the descent rarely improves it on whole deals: a quarter (rather than half)
-#: gave deals 1-10 at 10 s the same lines and lower bounds summing 54, not 47.
-DESCENT_SHARE = 0.25
+#: gave deals 1-10 at 10 s the same lines and lower bounds summing 54, not 47;
+#: a tenth (rather than a quarter) gave deals 1-12 the same lines and bounds
+#: summing 75, not 72 (the beam's own share usually covers it).
+DESCENT_SHARE = 0.1
 DESCENT_MAX = 5.0
 
 
@@ -242,6 +246,8 @@ class _Best:
     lower: int
     score: int | None = None
     line: tuple[str, ...] = ()
+    #: The score view whose core-guided search proved ``lower`` (if one did).
+    view: str = ""
 
     def settled(self) -> bool:
         return self.score is not None and self.score <= self.lower
@@ -344,23 +350,27 @@ def _improve(enc: Encoding, model: list[int], run: _Run, best: _Best) -> None:
 
 
 def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
-    """Run the core-guided search until it meets ``best`` or time runs out."""
+    """Run the core-guided searches until they meet ``best`` or time runs out.
+
+    Both views of the score run (`devils_grip_score.least_score`); each bound
+    is recorded with its view and the time.
+    """
     t0 = time.perf_counter()
     run.stats["core_bounds"] = []
 
-    def on_bound(cost: int) -> None:
-        lower = enc.score_offset + cost
+    def on_bound(lower: int, view: str) -> None:
         if best.score is not None and lower > best.score:
             raise AssertionError("a proven lower bound above a replayed line")
-        run.stats["core_bounds"].append([lower, round(time.monotonic() - run.began, 3)])
+        moment = round(time.monotonic() - run.began, 3)
+        run.stats["core_bounds"].append([lower, moment, view])
         if lower > best.lower:
-            best.lower = lower
+            best.lower, best.view = lower, view
             report_partial(_lost_unproven(run, best))
         if best.settled():
             raise score_mod.LowerBoundReached
 
     try:
-        model = score_mod.least_unlinked(enc, deadline=run.deadline, on_bound=on_bound)
+        model = score_mod.least_score(enc, deadline=run.deadline, on_bound=on_bound)
     except (score_mod.OutOfTime, score_mod.LowerBoundReached):
         model = None
     finally:
@@ -377,10 +387,7 @@ def _lost_proven(run: _Run, best: _Best, how: str) -> ProofResult:
     if how == "descent":
         proof = f"totalizer UNSAT at {best.score - 1}"
     else:
-        proof = (
-            f"core-guided MaxSAT (OLL/RC2) lower bound {best.lower} "
-            "meets the line's score"
-        )
+        proof = f"{_core_guided(best)} lower bound {best.lower} meets the line's score"
     method = (
         f"UNSAT with the win literals (no win); SAT at {best.score} (line "
         f"attached), {proof}: no line leaves fewer than {best.score} cards "
@@ -389,13 +396,18 @@ def _lost_proven(run: _Run, best: _Best, how: str) -> ProofResult:
     return _lost(run, best, True, method)
 
 
+def _core_guided(best: _Best) -> str:
+    """Name the core-guided search that proved ``best.lower``, with its view."""
+    views = {"links": "unlinked cards", "grid": "short stacks"}
+    counted = f" counting {views[best.view]}" if best.view in views else ""
+    return f"core-guided MaxSAT (OLL/RC2{counted})"
+
+
 def _lost_unproven(run: _Run, best: _Best) -> ProofResult:
     """The verdict is proven (no win), the best score is not (time ran out)."""
     method = "UNSAT with the win literals: no win; best score not proven in time"
     if best.lower > 1:
-        method += (
-            f"; core-guided MaxSAT (OLL/RC2) proves at least {card_count(best.lower)}"
-        )
+        method += f"; {_core_guided(best)} proves at least {card_count(best.lower)}"
     return _lost(run, best, False, method)
 
 

@@ -255,6 +255,9 @@ class Encoding:
         self._by: dict[tuple[int, int], int] = {}
         self._merge: dict[int, int] = {}
         self.score_offset = 0
+        #: The grid view of the score (`encode_grid_view`): weighted literals.
+        self.grid_terms: list[tuple[int, int]] = []
+        self.grid_offset = 0
 
     # -- clause helper ----------------------------------------------------------------
     def add(self, *lits: int) -> None:
@@ -745,6 +748,52 @@ class Encoding:
         linkable = layout.linkable()
         self.unlinked = [-self.var_by(x, layout.hi(x)) for x in linkable]
         self.score_offset = layout.m + layout.n - len(linkable)
+
+    def encode_grid_view(self) -> None:
+        """Prepare the grid view of the score: what the grid lacks at the end.
+
+        Every line keeps its cells non-empty (merges only happen while the
+        stock lasts, and each refills its cell), and a cell's stack is one run
+        of a chain, bottom ``b`` to top ``t``, of ``4 - SA(t) - SB(b)`` cards:
+        ``SA(t) = (13 - rank t) // 3`` chain cards are missing above the top,
+        ``SB(b) = (rank b - 2) // 3`` below the bottom. The talon keeps what
+        the grid does not hold, so
+
+            score = cards - 4 * cells + sum over cells (SA(top) + SB(bottom))
+
+        (``cards`` and ``cells`` counted at the start: ``grid_offset``). Tops
+        and bottoms get literals: ``open_y`` is forced true when ``y`` stands
+        in the grid and nothing ends on it,
+        ``~in_grid(y) | OR_x L_xy | open_y``; ``bottom_y`` when ``y`` was
+        drawn and nothing holds it, ``~drawn(y) | B_y,hi | bottom_y``. So a
+        line's cost ``sum SA * open + sum SB * bottom`` (`grid_terms`) is at
+        least its score, and exactly its score when no literal is needlessly
+        true: the least cost over all models is the best score, as with the
+        unlinked count, but the cores a MaxSAT solver finds differ (they name
+        stacks left short, not cards left out), and on many deals they come
+        much faster (see `devils_grip_score`). J, Q, K tops and base bottoms
+        weigh 0 and get no literal.
+        """
+        layout = self.layout
+        covered = set(layout.resting.values())
+        resting = set(layout.resting)
+        cells = sum(1 for stack in layout.state.grid if stack)
+        self.grid_offset = len(layout.pieces) - 4 * cells
+        for y, piece in enumerate(layout.pieces):
+            rank = piece.card.rank
+            above, below = (13 - rank) // 3, (rank - 2) // 3
+            linked = self.var_by(y, layout.hi(y)) if below and y not in resting else 0
+            if above and y not in covered:
+                top = self.pool.id(("open", y))
+                carries = [self.var_link(x, y) for x in layout.sources.get(y, ())]
+                self.add(-self.var_drawn(y), *carries, top)
+                if linked:
+                    self.add(-linked, *carries, top)
+                self.grid_terms.append((top, above))
+            if linked and piece.origin != TALON:
+                bottom = self.pool.id(("bottom", y))
+                self.add(-self.var_drawn(y), linked, bottom)
+                self.grid_terms.append((bottom, below))
 
     # -- cardinality helpers ----------------------------------------------------------
     def _at_most_one_pairwise(self, lits: Sequence[int]) -> None:

@@ -1,8 +1,12 @@
 """Core-guided lower bounds for Devil's Grip best scores (OLL, through RC2).
 
-The score formula of `devils_grip_sat_cnf` counts the pieces left unlinked
-(``score = score_offset + #unlinked``). Descending from a found line with a
-totalizer ("at most best - 1") makes CaDiCaL refute the whole count at once,
+The score formula of `devils_grip_sat_cnf` counts the score two ways (`views`):
+the pieces left unlinked (``score = score_offset + #unlinked``), and the cards
+the grid's stacks lack at the end (``grid_offset`` plus, per stack, the chain
+cards missing above its top and below its bottom:
+`Encoding.encode_grid_view`). Both have the best score as their least value;
+RC2 runs on each, side by side (`least_score`). Descending from a found line
+with a totalizer ("at most best - 1") makes CaDiCaL refute the whole count at once,
 and near the optimum that refutation is what never comes on whole deals.
 Measured on deals 1 and 5 (see the report): asking "score <= k" from scratch
 costs about as much for k well below the optimum as near it, so an ascending
@@ -13,17 +17,29 @@ pysat's RC2, on Glucose 4, which beat CaDiCaL inside RC2 on these formulas).
 
 Why the answer is exact
 -----------------------
-- Every soft clause is "piece x is linked" (``B_x,hi``); a model's cost is its
-  number of unlinked pieces. RC2's ``cost`` is at every stage a lower bound on
-  the least cost of any model (each processed core is a refutation under
-  assumptions). So "cost c" proves: no model, hence (by the encoding's
-  completeness and dominance arguments) no line, leaves fewer than
-  ``score_offset + c`` cards.
-- When RC2 returns a model, its cost is optimal; the model is decoded into a
-  line and replayed, and the line must leave exactly ``score_offset + cost``
-  cards (checked here, and again by `check_result`).
+- Links view: every soft clause is "piece x is linked" (``B_x,hi``); a
+  model's cost is its number of unlinked pieces, and its line leaves exactly
+  ``score_offset + cost`` cards. Grid view: the soft clauses deny the
+  "open top" and "bottom" literals, weighted by the cards each stack end
+  lacks; a model's line leaves at most ``grid_offset + cost`` cards, exactly
+  that for the model that sets no literal needlessly.
+- RC2's ``cost`` is at every stage a lower bound on the least cost of any
+  model (each processed core is a refutation under assumptions). So "cost c"
+  proves: no model, hence (by the encoding's completeness and dominance
+  arguments) no line, leaves fewer than ``offset + c`` cards.
+- When RC2 returns a model, its cost is optimal, and so is its line (its
+  score is at most the cost, and no line's is below it); the model is decoded
+  into a line and replayed, and the line must leave exactly ``offset + cost``
+  cards (checked by the SAT prover, and again by `check_result`).
 - A lower bound that reaches the score of a line found elsewhere (the
   descent) proves that line optimal at once: `CoreGuided` stops there.
+
+Neither view is ahead on all deals. RC2 alone for 30 s on deals 1-15
+(`python -m patience_encodings.bench_views --count 15 --time-limit 30`): the
+grid view's bound is higher on seven, the links view's on five; deal 12 is
+proven (6 cards) in 1.5 s by the grid view, 11.8 s by the links view; deal 5
+(14) in 12.9 s by the links view, where the grid view reaches 6. So both run
+in one process, each getting the next step when it has had less time.
 
 Time limits: Glucose can be stopped between conflict budgets, so every oracle
 call runs in chunks and raises `OutOfTime` at the deadline. A cut-short call
@@ -33,7 +49,8 @@ never counts as a core; the lower bound reported is the last one completed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 
 from pysat.examples.rc2 import RC2
 from pysat.formula import WCNF
@@ -44,6 +61,8 @@ from .devils_grip_sat_cnf import Encoding
 CORE_SOLVER = "g4"
 #: Conflicts per budgeted oracle call before the clock is read.
 CHUNK = 4_000
+#: Seconds after which core exhaustion gives way to the other view's search.
+SLICE = 0.5
 
 
 class OutOfTime(Exception):
@@ -58,7 +77,7 @@ class CoreGuided(RC2):
     """RC2 with a deadline and a callback on every proven lower bound.
 
     ``on_bound(cost)`` is called after each processed core with RC2's cost (a
-    proven lower bound on the number of unlinked pieces); it may raise
+    proven lower bound on the view's cost: `View`); it may raise
     `LowerBoundReached` to stop the search.
     """
 
@@ -71,6 +90,8 @@ class CoreGuided(RC2):
     ) -> None:
         self.deadline = deadline
         self.on_bound = on_bound
+        #: When `steps` should hand over to another search (set by the caller).
+        self.pause_at: float | None = None
         self._minimizing = False
         super().__init__(
             wcnf, solver=CORE_SOLVER, adapt=False, exhaust=True, minz=True, trim=5
@@ -81,14 +102,23 @@ class CoreGuided(RC2):
 
         Core minimisation sets its own budget and treats "undecided" as "keep
         the literal": its calls pass through unchanged (but still stop at the
-        deadline).
+        deadline). Inside `steps` the other calls come from core exhaustion,
+        which raises a new sum's bound while "sum above the bound" stays
+        UNSAT; past ``pause_at`` such a call answers True ("satisfiable"),
+        which ends the exhaustion early. That is sound: RC2 adds to its cost
+        only for bounds refuted, so it keeps the bound proven so far, as if it
+        had never tried further, and later cores can still raise it.
         """
         assumptions = list(assumptions)
-        if self._minimizing or self.deadline is None:
+        if self._minimizing:
             self._check_clock()
             return super()._call_oracle(assumptions=assumptions)
         while True:
             self._check_clock()
+            if self.pause_at is not None and time.monotonic() >= self.pause_at:
+                return True
+            if self.deadline is None and self.pause_at is None:
+                return super()._call_oracle(assumptions=assumptions)
             self.oracle.conf_budget(CHUNK)
             status = self.oracle.solve_limited(assumptions=assumptions)
             if status is not None:
@@ -110,29 +140,119 @@ class CoreGuided(RC2):
         super().process_core()
         self.on_bound(self.cost)
 
+    def steps(self) -> Generator[None, None, bool]:
+        """Run RC2's core loop one conflict chunk at a time.
 
-def score_wcnf(enc: Encoding) -> WCNF:
-    """Return the MaxSAT form of a score encoding: hard clauses, "linked" softs."""
+        Yields after every chunk of the main oracle call and after every
+        core, so that two searches can share one process; returns True when
+        the soft clauses left are satisfiable (then `compute` returns the
+        optimal model at once), False when the hard clauses are not. The loop
+        is RC2's own (`compute_`, without its optional am1 adaptation), cut
+        only where its state is whole: between cores, or inside the main
+        call, which is simply resumed.
+        """
+        while True:
+            assumptions = self.active_assumps()
+            while True:
+                self._check_clock()
+                self.oracle.conf_budget(CHUNK)
+                status = self.oracle.solve_limited(assumptions=assumptions)
+                if status is not None:
+                    break
+                yield None
+            self.oracle.conf_budget(-1)
+            if status:
+                return True
+            self.get_core()
+            if not self.core:
+                return False
+            self.process_core()
+            yield None
+
+
+@dataclass(frozen=True)
+class View:
+    """One objective whose least value over all models is the best score.
+
+    A model's score is at most ``offset + cost``, its cost being the summed
+    weights of its true ``terms``, and equal to it for some model of each
+    line; so RC2's proven cost bounds the score from below.
+    """
+
+    name: str
+    terms: tuple[tuple[int, int], ...]
+    offset: int
+
+
+def views(enc: Encoding) -> tuple[View, ...]:
+    """Return both views of the score of ``enc``: unlinked cards, short stacks.
+
+    Adds the grid view's clauses to ``enc`` (`Encoding.encode_grid_view`) if
+    they are not there yet.
+    """
+    if not enc.grid_terms:
+        enc.encode_grid_view()
+    return (
+        View("links", tuple((lit, 1) for lit in enc.unlinked), enc.score_offset),
+        View("grid", tuple(enc.grid_terms), enc.grid_offset),
+    )
+
+
+def score_wcnf(enc: Encoding, view: View) -> WCNF:
+    """Return the MaxSAT form of a score encoding: hard clauses, one view's softs."""
     wcnf = WCNF()
     wcnf.extend(enc.clauses)
-    for unlinked in enc.unlinked:
-        wcnf.append([-unlinked], weight=1)
+    for lit, weight in view.terms:
+        wcnf.append([-lit], weight=weight)
     return wcnf
 
 
-def least_unlinked(
+def least_score(
     enc: Encoding,
     *,
     deadline: float | None,
-    on_bound: Callable[[int], None],
+    on_bound: Callable[[int, str], None],
+    only: str | None = None,
 ) -> list[int] | None:
-    """Return a model with the fewest unlinked pieces, or None if stopped.
+    """Return a model of least score, or None if the formula has no model.
 
-    Raises `OutOfTime` at the deadline and passes on `LowerBoundReached` from
-    ``on_bound``; either way the last bound given to ``on_bound`` is proven.
+    Both views (`views`) run side by side in one process, the one that has
+    had less time so far taking the next step (a conflict chunk, or a core),
+    so the bound rises at the pace of whichever view's cores come faster:
+    on deals 1-15 neither was ahead on all (see above). ``on_bound``
+    gets every proven lower bound on the score and the view's name; ``only``
+    runs a single view. Raises `OutOfTime` at the deadline and passes on
+    `LowerBoundReached` from ``on_bound``; either way the last bound given to
+    ``on_bound`` is proven.
     """
-    with CoreGuided(score_wcnf(enc), deadline=deadline, on_bound=on_bound) as rc2:
-        model = rc2.compute()
-        if model is not None:
-            on_bound(rc2.cost)
-        return model
+    chosen = [v for v in views(enc) if only is None or v.name == only]
+    if not chosen:
+        raise ValueError(f"no view of the score is called {only!r}")
+    solvers = []
+    try:
+        for view in chosen:
+
+            def report(cost: int, view: View = view) -> None:
+                on_bound(view.offset + cost, view.name)
+
+            solvers.append(
+                CoreGuided(score_wcnf(enc, view), deadline=deadline, on_bound=report)
+            )
+        runs = [rc2.steps() for rc2 in solvers]
+        spent = [0.0] * len(runs)
+        while True:
+            i = spent.index(min(spent))
+            t0 = time.perf_counter()
+            solvers[i].pause_at = time.monotonic() + SLICE if len(runs) > 1 else None
+            try:
+                next(runs[i])
+            except StopIteration as end:
+                solvers[i].pause_at = None
+                model = solvers[i].compute() if end.value else None
+                if model is not None:
+                    solvers[i].on_bound(solvers[i].cost)
+                return model
+            spent[i] += time.perf_counter() - t0
+    finally:
+        for rc2 in solvers:
+            rc2.delete()

@@ -11,6 +11,7 @@ import time
 
 import pytest
 from dg_brute_force import positions
+from pysat.solvers import Solver
 
 from patience_encodings import devils_grip_sat as sat
 from patience_encodings import devils_grip_score as score_mod
@@ -20,12 +21,61 @@ from verifier.results import Question, Status, check_result
 
 
 def _core_guided(state: dg.State, dominance: bool | None = None):
+    """The links view alone (the one RC2 ran before the grid view came)."""
     enc = build_encoding(state, Question.SCORE, dominance=dominance)
     bounds: list[int] = []
-    model = score_mod.least_unlinked(
-        enc, deadline=None, on_bound=lambda c: bounds.append(enc.score_offset + c)
+    model = score_mod.least_score(
+        enc, deadline=None, on_bound=lambda b, _: bounds.append(b), only="links"
     )
     return enc, model, bounds
+
+
+def _least_score(state: dg.State, only: str | None):
+    enc = build_encoding(state, Question.SCORE)
+    bounds: list[tuple[int, str]] = []
+    model = score_mod.least_score(
+        enc, deadline=None, on_bound=lambda b, v: bounds.append((b, v)), only=only
+    )
+    return enc, model, bounds
+
+
+@pytest.mark.parametrize("only", ["grid", None])
+def test_grid_view_optimum_matches_brute_force(only):
+    """The grid view alone, and both views side by side, are exact too."""
+    for state, best in positions(8, seed=110):
+        enc, model, bounds = _least_score(state, only)
+        assert model is not None
+        _, final = sat._line(enc, model)
+        assert dg.score(final) == best == max(b for b, _ in bounds)
+        assert all(b <= best for b, _ in bounds)
+        assert {v for _, v in bounds} <= {only} if only else {"grid", "links"}
+
+
+def test_grid_view_counts_what_the_grid_lacks():
+    """A model's grid-view cost is never below its line's score (so a proven
+    least cost is a proven lower bound on the best score)."""
+    for state, best in positions(6, seed=120):
+        enc = build_encoding(state, Question.SCORE)
+        enc.encode_grid_view()
+        weights = dict(enc.grid_terms)
+        with Solver(name="g4", bootstrap_with=enc.clauses) as solver:
+            checked = 0
+            while checked < 5 and solver.solve():
+                checked += 1
+                model = solver.get_model()
+                _, final = sat._line(enc, model)
+                cost = sum(w for lit, w in weights.items() if model[lit - 1] > 0)
+                assert best <= dg.score(final) <= enc.grid_offset + cost
+                solver.add_clause([-lit for lit in weights if model[lit - 1] > 0])
+            assert checked
+
+
+def test_grid_view_lower_bound_on_a_whole_deal():
+    """Deal 12: the grid view proves the best score, 6, within seconds."""
+    state = dg.initial_state(dg.numbered_deal(12))
+    enc, model, bounds = _least_score(state, "grid")
+    _, final = sat._line(enc, model)
+    assert dg.score(final) == 6 == bounds[-1][0]
 
 
 @pytest.mark.parametrize("chunk", range(3))
@@ -44,8 +94,8 @@ def test_past_deadline_stops_without_a_bound():
     enc = build_encoding(state, Question.SCORE)
     bounds: list[int] = []
     with pytest.raises(score_mod.OutOfTime):
-        score_mod.least_unlinked(
-            enc, deadline=time.monotonic() - 1, on_bound=bounds.append
+        score_mod.least_score(
+            enc, deadline=time.monotonic() - 1, on_bound=lambda b, _: bounds.append(b)
         )
     assert bounds == []
 
@@ -55,14 +105,14 @@ def test_lower_bound_reached_stops_the_search():
     enc = build_encoding(state, Question.SCORE)
     seen: list[int] = []
 
-    def on_bound(cost: int) -> None:
-        seen.append(cost)
-        if enc.score_offset + cost >= 3:
+    def on_bound(lower: int, view: str) -> None:
+        seen.append(lower)
+        if lower >= 3:
             raise score_mod.LowerBoundReached
 
     with pytest.raises(score_mod.LowerBoundReached):
-        score_mod.least_unlinked(enc, deadline=None, on_bound=on_bound)
-    assert enc.score_offset + seen[-1] >= 3
+        score_mod.least_score(enc, deadline=None, on_bound=on_bound)
+    assert seen[-1] >= 3 and all(b < 3 for b in seen[:-1])
 
 
 def test_whole_deal_score_reports_a_proven_lower_bound():
@@ -72,3 +122,12 @@ def test_whole_deal_score_reports_a_proven_lower_bound():
     assert result.best_score is not None
     assert 1 < result.lower_bound <= result.best_score
     check_result(dg.GAME, state, result)
+
+
+def test_view_benchmark_prints_each_views_bound(capsys):
+    from patience_encodings import bench_views
+
+    argv = ["--start", "12", "--count", "1", "--time-limit", "8", "--views", "grid"]
+    assert bench_views.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| 12 | =6 (" in out
