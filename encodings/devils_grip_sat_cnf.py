@@ -42,13 +42,17 @@ Variables (tuple keys in one `IDPool`)
   the talon at the start of slot ``t`` is played by the end of slot ``t``
   (``Q_pt``). Talon positions: the position's talon bottom to top, then the
   stock top first -- the order in which cards come to lie on the talon.
+- ``("open", y)`` / ``("bottom", y)``: ``y`` ends as a stack's top with
+  nothing on it / as a stack's bottom (`var_open`, `var_bottom`; the grid
+  view of the score only).
 - ``("order", t, i)``, ``(amo, t, i)``: auxiliaries (merge order, counters).
 
 Families (one method each, the math in its docstring): `encode_path`,
 `encode_links`, `encode_link_times`, `encode_targets`, `encode_merges`,
 `encode_talon_order`; for a verdict `encode_win`; for a score `encode_seals`
-(implied) and `encode_score`; and the dominance restrictions `encode_eager`,
-`encode_copies`, `encode_merge_order`, `encode_merge_copies`, each with its
+(implied), `encode_score` and, for core-guided bounds, `encode_grid_view`;
+and the dominance restrictions `encode_eager`, `encode_copies`,
+`encode_merge_order`, `encode_merge_copies`, each with its
 without-loss-of-generality argument.
 
 Why UNSAT means "no line" (exactness)
@@ -363,6 +367,14 @@ class Encoding:
         if p >= self.layout.m + t - 1:
             return self.true
         return self.pool.id(("clear", p, t))
+
+    def var_open(self, y: int) -> int:
+        """``y`` ends as a stack's top with nothing on it (grid view)."""
+        return self.pool.id(("open", y))
+
+    def var_bottom(self, y: int) -> int:
+        """``y`` ends as a stack's bottom, drawn but never linked (grid view)."""
+        return self.pool.id(("bottom", y))
 
     # -- constraint families ------------------------------------------------------
     def encode_path(self) -> None:
@@ -784,14 +796,14 @@ class Encoding:
             above, below = (13 - rank) // 3, (rank - 2) // 3
             linked = self.var_by(y, layout.hi(y)) if below and y not in resting else 0
             if above and y not in covered:
-                top = self.pool.id(("open", y))
+                top = self.var_open(y)
                 carries = [self.var_link(x, y) for x in layout.sources.get(y, ())]
                 self.add(-self.var_drawn(y), *carries, top)
                 if linked:
                     self.add(-linked, *carries, top)
                 self.grid_terms.append((top, above))
             if linked and piece.origin != TALON:
-                bottom = self.pool.id(("bottom", y))
+                bottom = self.var_bottom(y)
                 self.add(-self.var_drawn(y), linked, bottom)
                 self.grid_terms.append((bottom, below))
 
