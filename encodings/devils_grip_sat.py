@@ -398,8 +398,8 @@ def _lost_proven(run: _Run, best: _Best, how: str) -> ProofResult:
 
 def _core_guided(best: _Best) -> str:
     """Name the core-guided search that proved ``best.lower``, with its view."""
-    views = {"links": "unlinked cards", "grid": "short stacks"}
-    counted = f" counting {views[best.view]}" if best.view in views else ""
+    words = score_mod.VIEW_WORDS.get(best.view)
+    counted = f" counting {words}" if words else ""
     return f"core-guided MaxSAT (OLL/RC2{counted})"
 
 

@@ -110,20 +110,24 @@ class CoreGuided(RC2):
         had never tried further, and later cores can still raise it.
         """
         assumptions = list(assumptions)
-        if self._minimizing:
+        if self._minimizing or (self.deadline is None and self.pause_at is None):
             self._check_clock()
             return super()._call_oracle(assumptions=assumptions)
         while True:
             self._check_clock()
             if self.pause_at is not None and time.monotonic() >= self.pause_at:
                 return True
-            if self.deadline is None and self.pause_at is None:
-                return super()._call_oracle(assumptions=assumptions)
-            self.oracle.conf_budget(CHUNK)
-            status = self.oracle.solve_limited(assumptions=assumptions)
+            status = self._chunk(assumptions)
             if status is not None:
-                self.oracle.conf_budget(-1)
                 return status
+
+    def _chunk(self, assumptions: list[int]) -> bool | None:
+        """One oracle call of at most `CHUNK` conflicts; None if undecided."""
+        self.oracle.conf_budget(CHUNK)
+        status = self.oracle.solve_limited(assumptions=assumptions)
+        if status is not None:
+            self.oracle.conf_budget(-1)
+        return status
 
     def _check_clock(self) -> None:
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -153,14 +157,10 @@ class CoreGuided(RC2):
         """
         while True:
             assumptions = self.active_assumps()
-            while True:
-                self._check_clock()
-                self.oracle.conf_budget(CHUNK)
-                status = self.oracle.solve_limited(assumptions=assumptions)
-                if status is not None:
-                    break
+            self._check_clock()
+            while (status := self._chunk(assumptions)) is None:
                 yield None
-            self.oracle.conf_budget(-1)
+                self._check_clock()
             if status:
                 return True
             self.get_core()
@@ -168,6 +168,10 @@ class CoreGuided(RC2):
                 return False
             self.process_core()
             yield None
+
+
+#: The views of the score (`views`) by name, in words for answers.
+VIEW_WORDS = {"links": "unlinked cards", "grid": "short stacks"}
 
 
 @dataclass(frozen=True)
