@@ -12,12 +12,13 @@ python-sat:
   assumptions (the win literals); then a first line from the beam search
   (`verifier.devils_grip_beam`), or else any model, finished greedily (after
   the stock is exhausted only talon plays matter, and which copy a talon card
-  goes on does not change the tops); then "at most s-1 cards left" through a
-  totalizer, under assumptions, until UNSAT (the last line found is optimal)
-  or until its share of the time is spent; then core-guided MaxSAT
-  (`devils_grip_score`) raises a proven lower bound until it meets the line,
-  counting the score two ways side by side: cards left unlinked, and cards
-  missing from the grid's stacks.
+  goes on does not change the tops); then, for a share of the time, a
+  large-neighbourhood search (`devils_grip_lns`) asks for "at most s-1 cards
+  left" (a totalizer, under assumptions) with windows of the line's stock
+  free, growing to the whole formula, where UNSAT proves the line optimal;
+  then core-guided MaxSAT (`devils_grip_score`) raises a proven lower bound
+  until it meets the line, counting the score two ways side by side: cards
+  left unlinked, and cards missing from the grid's stacks.
 
 Every line is replayed with `verifier.results.check_result` before it is
 returned. ``time_limit`` is honoured between solver calls and by conflict
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from pysat.solvers import Solver
@@ -45,6 +47,7 @@ from verifier.results import (
 )
 
 from . import devils_grip_score as score_mod
+from .devils_grip_lns import Neighbourhoods
 from .devils_grip_sat_cnf import Encoding, build_encoding
 from .devils_grip_sat_lines import decode
 
@@ -52,15 +55,15 @@ ENGINE = "sat"
 SOLVER = "cadical195"
 #: Conflicts per budgeted call when a time limit is set (then the clock is read).
 CONFLICT_CHUNK = 10_000
-#: Share of the time limit the score descent gets (counted from the start, beam
+#: Share of the time limit the line search gets (counted from the start, beam
 #: included) before the core-guided search, and its cap in seconds (also its
-#: allowance when there is no time limit). Since the beam gives the first line,
-#: the descent rarely improves it on whole deals: a quarter (rather than half)
-#: gave deals 1-10 at 10 s the same lines and lower bounds summing 54, not 47;
-#: a tenth (rather than a quarter) gave deals 1-12 the same lines and bounds
-#: summing 75, not 72 (the beam's own share usually covers it).
-DESCENT_SHARE = 0.1
-DESCENT_MAX = 5.0
+#: allowance without a limit). The core-guided bound rises late and fast, so
+#: it cannot spare more: sharing a third of the time with the line search
+#: all along cost deal 7 four cards of bound at 10 s (9 -> 5) and deal 12 its
+#: proof; a tenth (as the whole-formula descent had before) found deal 7's
+#: optimal line in 0.9 s.
+LINES_SHARE = 0.1
+LINES_MAX = 5.0
 
 
 @dataclass
@@ -245,22 +248,30 @@ class _Best:
 
     lower: int
     score: int | None = None
-    line: tuple[str, ...] = ()
-    #: The score view whose core-guided search proved ``lower`` (if one did).
+    moves: list[dg.Move] = field(default_factory=list)
+    #: The score view whose core-guided search proved ``lower`` (if one did),
+    #: or `DESCENT` when the totalizer refuted "one card fewer" outright.
     view: str = ""
 
     def settled(self) -> bool:
         return self.score is not None and self.score <= self.lower
 
+    @property
+    def line(self) -> tuple[str, ...]:
+        return _notation(self.moves)
+
+
+#: `_Best.view` when the whole formula under "at most best - 1" is UNSAT.
+DESCENT = "descent"
+
 
 def _prove_score(state: dg.State, run: _Run) -> ProofResult:
-    """Win check, the beam's line, a descent below it, then core-guided bounds.
+    """Win check, the beam's line, better lines, then core-guided bounds.
 
-    The descent (CaDiCaL, totalizer under assumptions) finds better lines
-    but rarely refutes the last bound on whole deals; it gets a share of the
-    time (`DESCENT_SHARE`, at most `DESCENT_MAX` seconds). The core-guided
-    search (`devils_grip_score`) then raises a proven lower bound until it
-    meets the best line's score or returns an optimal model itself.
+    The neighbourhood search (`devils_grip_lns`) gets a share of the time
+    (`LINES_SHARE`, at most `LINES_MAX` seconds); the core-guided search
+    (`devils_grip_score`) then raises a proven lower bound until it meets
+    the best line's score or returns an optimal model itself.
     """
     enc = _encode(state, Question.SCORE, run)
     with _solver(enc, run) as solver:
@@ -271,14 +282,18 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
         if status is None:
             return _unknown(run, Question.SCORE, None, None, ())
         best = _Best(lower=1)
+        run.stats["lines"] = []
         _beam_line(state, run, best)
+        if best.score is None and _solve(solver, [], run):
+            _improve(enc, solver.get_model(), run=run, best=best)
+        if best.score is None:
+            return _unknown(run, Question.SCORE, None, best.lower, ())
         report_partial(_lost_unproven(run, best))
-        _descend(enc, solver, run, best, _descent_deadline(run))
+        _better_lines(enc, solver, run, best, _lines_deadline(run))
+    if not best.settled():
+        _raise_lower_bound(enc, run, best)
     if best.settled():
-        return _lost_proven(run, best, "descent")
-    _raise_lower_bound(enc, run, best)
-    if best.settled():
-        return _lost_proven(run, best, "core-guided")
+        return _lost_proven(run, best)
     return _lost_unproven(run, best)
 
 
@@ -286,9 +301,8 @@ def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
     """Start from the beam's line (`verifier.devils_grip_beam`), if it finds one.
 
     On whole deals it finds lines within a few cards of the optimum in well
-    under a second (deal 1: 10, the optimum), where the descent's first
-    models leave 20-40; the descent then only has to go below it. It gets
-    `devils_grip_beam.budget` of the limit.
+    under a second (deal 1: 10, the optimum), where the solver's first
+    models leave 20-40. It gets `devils_grip_beam.budget` of the limit.
     """
     t0 = time.perf_counter()
     limit = None if run.deadline is None else run.deadline - run.began
@@ -296,57 +310,61 @@ def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
     found = devils_grip_beam.reference_line(state, deadline=until, floor=best.lower)
     run.stats["beam_s"] = round(time.perf_counter() - t0, 4)
     if found is not None:
-        best.score, best.line = found[0], _notation(found[1])
+        best.score, best.moves = found
         run.stats["beam_score"] = found[0]
 
 
-def _descent_deadline(run: _Run) -> float:
-    """Return when the descent phase must hand over to the core-guided search."""
-    if run.deadline is None:
-        return run.began + DESCENT_MAX
-    share = DESCENT_SHARE * (run.deadline - run.began)
-    return min(run.deadline, run.began + min(share, DESCENT_MAX))
+def _improve(
+    enc: Encoding, model: list[int], *, run: _Run, best: _Best
+) -> tuple[int, list[dg.Move]]:
+    """Decode ``model`` into a replayed line; it must beat ``best``.
 
-
-def _descend(
-    enc: Encoding, solver: Solver, run: _Run, best: _Best, until: float
-) -> None:
-    """Find lines with fewer and fewer cards left until "fewer" is UNSAT.
-
-    Updates ``best``; an UNSAT "at most score - 1" proves the score optimal
-    (``best.lower`` rises to it). Stops quietly at ``until``.
+    The line is reported at once (a prover killed at the limit keeps it).
     """
-    if best.score is None:
-        status = _solve(solver, [], run, until)
-        if not status:
-            return
-        _improve(enc, solver.get_model(), run, best)
-    tot = enc.add_score_bound(None, best.score - 1 - enc.score_offset)
-    if tot is not None:
-        for clause in tot.cnf.clauses:
-            solver.add_clause(clause)
-    while not best.settled():
-        k = best.score - 1 - enc.score_offset  # "at most score - 1" = "k unlinked"
-        if tot is None or k < 0:
-            best.lower = best.score
-            return
-        status = _solve(solver, [-tot.rhs[k]], run, until)
-        if status is None:
-            return
-        if not status:
-            best.lower = best.score
-            return
-        _improve(enc, solver.get_model(), run, best)
-
-
-def _improve(enc: Encoding, model: list[int], run: _Run, best: _Best) -> None:
-    """Decode ``model``; it must beat ``best`` (else the encoding is wrong)."""
     moves, final = _line(enc, model)
     score = dg.score(final)
     if best.score is not None and score >= best.score:
         raise AssertionError("a model under 'fewer cards' decoded to no better")
-    best.score, best.line = score, _notation(moves)
+    best.score, best.moves = score, moves
+    run.stats["lines"].append([score, round(time.monotonic() - run.began, 3)])
     report_partial(_lost_unproven(run, best))
+    return score, moves
+
+
+def _lines_deadline(run: _Run) -> float:
+    """Return when the line search must hand over to the core-guided search."""
+    if run.deadline is None:
+        return run.began + LINES_MAX
+    share = LINES_SHARE * (run.deadline - run.began)
+    return min(run.deadline, run.began + min(share, LINES_MAX))
+
+
+def _better_lines(
+    enc: Encoding, solver: Solver, run: _Run, best: _Best, until: float
+) -> None:
+    """Improve ``best`` by neighbourhood search on ``solver`` until ``until``.
+
+    Its last stage is the whole formula under "at most best - 1": UNSAT there
+    proves the line optimal (``best.lower`` rises to it, `DESCENT`).
+    """
+    assert best.score is not None
+    tot = enc.add_score_bound(None, best.score - 1 - enc.score_offset)
+    if tot is not None:
+        for clause in tot.cnf.clauses:
+            solver.add_clause(clause)
+    improve = partial(_improve, enc, run=run, best=best)
+    lines = Neighbourhoods(enc, solver, tot, (best.score, best.moves), improve)
+    t0 = time.perf_counter()
+    search = lines.steps()
+    try:
+        while time.monotonic() < until and not best.settled():
+            next(search)
+    except StopIteration as end:
+        if end.value:
+            best.lower, best.view = best.score, DESCENT
+    finally:
+        run.stats["lns_s"] = round(time.perf_counter() - t0, 4)
+        run.stats["lns_calls"] = lines.calls
 
 
 def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
@@ -379,12 +397,12 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
         moves, final = _line(enc, model)
         if dg.score(final) != best.lower:
             raise AssertionError("an optimal model decoded to another score")
-        best.score, best.line = dg.score(final), _notation(moves)
+        best.score, best.moves = dg.score(final), moves
 
 
-def _lost_proven(run: _Run, best: _Best, how: str) -> ProofResult:
+def _lost_proven(run: _Run, best: _Best) -> ProofResult:
     """The best score is proven: a line reaches it, nothing goes below it."""
-    if how == "descent":
+    if best.view == DESCENT:
         proof = f"totalizer UNSAT at {best.score - 1}"
     else:
         proof = f"{_core_guided(best)} lower bound {best.lower} meets the line's score"
