@@ -3,6 +3,7 @@
 Run::
 
     python -m patience_encodings.bench_lines --count 20 --budgets 0.5,2,5
+    python -m patience_encodings.bench_lines --count 20 --budgets 2,12 --lns 10
 
 A proven best score needs a line that meets a proven lower bound, so the
 line-finders are measured on their own: for numbered deals ``start ..
@@ -11,7 +12,11 @@ prover's randomised playouts (`Search.playouts`, what the score question used
 before the beam) and of the beam search (`verifier.devils_grip_beam`) at each
 time budget, with the largest beam width completed; then the sums. Every line
 is replayed with the reference engine and must end stuck with its score.
-Nothing here is proven: lower is better, and a known optimum is the floor.
+With ``--lns S``, each beam line is then given to the SAT neighbourhood
+search (`devils_grip_lns`) for ``S`` more seconds, in a column of its own
+(marked ``=`` when the whole formula proved the line optimal).
+Nothing here is proven unless so marked: lower is better, and a known
+optimum is the floor.
 """
 
 from __future__ import annotations
@@ -20,10 +25,17 @@ import argparse
 import time
 from collections.abc import Sequence
 
+from pysat.solvers import Solver
+
 from verifier import devils_grip as dg
 from verifier import devils_grip_beam as beam
 from verifier import devils_grip_search as search
 from verifier import devils_grip_search_model as sm
+from verifier.results import Question
+
+from . import devils_grip_sat as sat
+from .devils_grip_lns import Neighbourhoods
+from .devils_grip_sat_cnf import build_encoding
 
 
 def _checked(state: dg.State, moves: Sequence[sm.Move], score: int) -> int:
@@ -45,12 +57,41 @@ def playouts(state: dg.State) -> int:
     return _checked(state, found.moves, found.score)
 
 
-def beam_line(state: dg.State, budget: float) -> tuple[int, int]:
-    """Return the beam's best score within ``budget`` s and its widest run."""
+def beam_line(state: dg.State, budget: float) -> tuple[int, int, list[dg.Move]]:
+    """Return the beam's best score within ``budget`` s, its widest run, its line."""
     found = beam.best_lines(state, deadline=time.monotonic() + budget)
     if found is None:
         raise AssertionError(f"no beam run finished in {budget:g} s")
-    return _checked(state, found.moves, found.score), max(found.runs, default=0)
+    score = _checked(state, found.moves, found.score)
+    return score, max(found.runs, default=0), sm.to_reference(state, list(found.moves))
+
+
+def lns_line(
+    state: dg.State, score: int, moves: list[dg.Move], seconds: float
+) -> tuple[int, bool]:
+    """Return the neighbourhood search's score from a line, and if proven optimal."""
+    enc = build_encoding(state, Question.SCORE)
+    tot = enc.add_score_bound(None, score - 1 - enc.score_offset)
+
+    def improve(model: list[int]) -> tuple[int, list[dg.Move]]:
+        line, final = sat._line(enc, model)
+        end = state
+        for move in line:
+            end = dg.apply(end, move)
+        if not dg.is_stuck(end) or dg.score(end) != dg.score(final):
+            raise AssertionError("a neighbourhood line does not replay")
+        return dg.score(end), line
+
+    until = time.monotonic() + seconds
+    with Solver(name=sat.SOLVER, bootstrap_with=enc.clauses) as solver:
+        search = Neighbourhoods(enc, solver, tot, (score, moves), improve)
+        steps = search.steps()
+        try:
+            while time.monotonic() < until:
+                next(steps)
+        except StopIteration as end:
+            return search.score, bool(end.value)
+    return search.score, False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,23 +101,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--budgets", default="0.5,2,5", help="beam budgets in seconds, comma-separated"
     )
+    parser.add_argument(
+        "--lns", type=float, default=0.0, help="seconds of neighbourhood search"
+    )
     args = parser.parse_args(argv)
     budgets = [float(b) for b in args.budgets.split(",")]
-    head = " | ".join(f"beam {b:g} s (width)" for b in budgets)
-    print(f"| deal | playouts | {head} |")
-    print("|---" * (len(budgets) + 2) + "|")
-    sums = [0] * (len(budgets) + 1)
+    heads = ["playouts"]
+    for b in budgets:
+        heads.append(f"beam {b:g} s (width)")
+        if args.lns:
+            heads.append(f"then LNS {args.lns:g} s")
+    print("| deal | " + " | ".join(heads) + " |")
+    print("|---" * (len(heads) + 1) + "|")
+    sums = [0] * len(heads)
     for number in range(args.start, args.start + args.count):
         state = dg.initial_state(dg.numbered_deal(number))
-        cells = [playouts(state)]
-        widths = []
+        scores = [playouts(state)]
+        shown = [str(scores[0])]
         for budget in budgets:
-            score, width = beam_line(state, budget)
-            cells.append(score)
-            widths.append(width)
-        sums = [a + b for a, b in zip(sums, cells, strict=True)]
-        pairs = zip(cells[1:], widths, strict=True)
-        shown = [str(cells[0])] + [f"{s} ({w})" for s, w in pairs]
+            score, width, moves = beam_line(state, budget)
+            scores.append(score)
+            shown.append(f"{score} ({width})")
+            if args.lns:
+                better, optimal = lns_line(state, score, moves, args.lns)
+                scores.append(better)
+                shown.append(f"{'=' if optimal else ''}{better}")
+        sums = [a + b for a, b in zip(sums, scores, strict=True)]
         print(f"| {number} | " + " | ".join(shown) + " |", flush=True)
     print("| sum | " + " | ".join(str(s) for s in sums) + " |")
     return 0

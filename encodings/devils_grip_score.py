@@ -32,7 +32,8 @@ Why the answer is exact
   into a line and replayed, and the line must leave exactly ``offset + cost``
   cards (checked by the SAT prover, and again by `check_result`).
 - A lower bound that reaches the score of a line found elsewhere (the
-  descent) proves that line optimal at once: `CoreGuided` stops there.
+  beam, the neighbourhood search) proves that line optimal at once:
+  `CoreGuided` stops there.
 
 Neither view is ahead on all deals. RC2 alone for 30 s on deals 1-15
 (`python -m patience_encodings.bench_views --count 15 --time-limit 30`): the

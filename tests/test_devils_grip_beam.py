@@ -150,7 +150,9 @@ def test_a_score_answer_whose_verdict_runs_out_still_gets_the_beam_line():
 
 
 def test_the_line_benchmark_replays_every_line_and_prints_the_sums(capsys):
-    assert bench_lines.main(["--start", "3", "--count", "1", "--budgets", "1"]) == 0
+    argv = ["--start", "3", "--count", "1", "--budgets", "1", "--lns", "1"]
+    assert bench_lines.main(argv) == 0
     table = capsys.readouterr().out.splitlines()
-    playouts, beam = (int(c.split()[0]) for c in table[-1].split("|")[2:4])
-    assert table[2].startswith("| 3 | ") and beam <= playouts
+    assert "then LNS 1 s" in table[0]
+    playouts, beam, lns = (int(c.split()[0]) for c in table[-1].split("|")[2:5])
+    assert table[2].startswith("| 3 | ") and lns <= beam <= playouts
