@@ -346,7 +346,10 @@ def _better_lines(
     """Improve ``best`` by neighbourhood search on ``solver`` until ``until``.
 
     Its last stage is the whole formula under "at most best - 1": UNSAT there
-    proves the line optimal (``best.lower`` rises to it, `DESCENT`).
+    proves the line optimal (``best.lower`` rises to it, `DESCENT`). The
+    totalizer's clauses stay in ``enc.clauses`` (definitions only: they
+    remove no model), so the core-guided search's formula has them too, as
+    it had with the descent, even when no time is left for this search.
     """
     assert best.score is not None
     tot = enc.add_score_bound(None, best.score - 1 - enc.score_offset)
