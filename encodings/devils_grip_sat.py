@@ -57,12 +57,12 @@ SOLVER = "cadical195"
 CONFLICT_CHUNK = 10_000
 #: Share of the time limit the line search gets (counted from the start, beam
 #: included) before the core-guided search, and its cap in seconds (also its
-#: allowance without a limit): the whole-formula descent's old share. The
-#: core-guided bound rises late and fast, so it cannot spare more: sharing a
-#: third of the time with the line search all along cost deal 7 four cards of
-#: bound at 10 s (9 -> 5) and deal 12 its proof. Up to a 20 s limit the
-#: beam's own share covers it; at 60 s the line search gets 3 s, and deal 7's
-#: optimal line (11, the beam's 13 before) takes it 0.9 s.
+#: allowance without a limit): the whole-formula descent's old share.
+#: Sharing a third of the time with the core-guided search all along did
+#: worse (one run each at 10 s: deal 7's bound 9 -> 5, deal 12 unproven). Up
+#: to a 20 s limit the beam's own share covers it; at 60 s the line search
+#: gets 3 s, and deal 7's optimal line (11, the beam's 13 before) takes it
+#: 0.9 s.
 LINES_SHARE = 0.1
 LINES_MAX = 5.0
 
