@@ -62,8 +62,13 @@ from .devils_grip_sat_cnf import Encoding
 CORE_SOLVER = "g4"
 #: Conflicts per budgeted oracle call before the clock is read.
 CHUNK = 4_000
-#: Seconds after which core exhaustion gives way to the other view's search.
-SLICE = 0.5
+#: Seconds after which core exhaustion gives way (to the other view's search,
+#: or to the view's next core). Deals 1-20 at 9 s, both views, run side by
+#: side: bounds summing 169 and 170 with 0.1 s against 165 with 0.5 s (higher
+#: on four deals, lower on none); without exhaustion, 166 (deal 5: 7 instead
+#: of 12). Uncut, one exhaustion can take all the time: on deal 13 either view
+#: alone finds no bound in 10 s, and cut at 0.1 s the grid view reaches 10.
+SLICE = 0.1
 
 
 class OutOfTime(Exception):
@@ -91,7 +96,8 @@ class CoreGuided(RC2):
     ) -> None:
         self.deadline = deadline
         self.on_bound = on_bound
-        #: When `steps` should hand over to another search (set by the caller).
+        #: When core exhaustion inside `steps` must give way (to the other
+        #: view, or to the next core; set by the caller before each step).
         self.pause_at: float | None = None
         self._minimizing = False
         super().__init__(
@@ -248,7 +254,7 @@ def least_score(
         while True:
             i = spent.index(min(spent))
             t0 = time.perf_counter()
-            solvers[i].pause_at = time.monotonic() + SLICE if len(runs) > 1 else None
+            solvers[i].pause_at = time.monotonic() + SLICE
             try:
                 next(runs[i])
             except StopIteration as end:
