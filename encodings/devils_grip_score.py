@@ -38,9 +38,11 @@ Why the answer is exact
 Neither view is ahead on all deals. RC2 alone for 30 s on deals 1-15
 (`python -m patience_encodings.bench_views --count 15 --time-limit 30`): the
 grid view's bound is higher on seven, the links view's on five; deal 12 is
-proven (6 cards) in 1.5 s by the grid view, 11.8 s by the links view; deal 5
-(14) in 12.9 s by the links view, where the grid view reaches 6. So both run
-in one process, each getting the next step when it has had less time.
+proven (6 cards) in 1.2 s by the grid view, 7.6 s by the links view; deal 5
+(14) in 6.0 s by the links view, where the grid view reaches 8. So both run
+in one process, each getting the next step when it has had less time (one
+view per process on two cores did better still at 9 s, but `auto` spends its
+second core on the search prover, whose beam brings most lines).
 
 Time limits: Glucose can be stopped between conflict budgets, so every oracle
 call runs in chunks and raises `OutOfTime` at the deadline. A cut-short call
