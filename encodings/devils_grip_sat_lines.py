@@ -173,6 +173,18 @@ def trace_line(layout: Layout, moves: Sequence[dg.Move]) -> Trace:
     return trace
 
 
+def visited_slots(n: int, events: dict[int, str]) -> set[int]:
+    """Return the slots the pointer stops at, given the events of a line.
+
+    Slot 0 and slot ``n`` always; after a merge in slot ``t``, ``t + 1``;
+    after a deal, ``min(t + 3, n)``.
+    """
+    visited = {0, n}
+    for t, kind in events.items():
+        visited.add(t + 1 if kind == "merge" else min(t + dg.PACKET, n))
+    return visited
+
+
 def line_assignment(enc: Encoding, moves: Sequence[dg.Move]) -> dict[int, bool]:
     """Return the value of every semantic variable of ``enc`` on a real line.
 
@@ -180,9 +192,7 @@ def line_assignment(enc: Encoding, moves: Sequence[dg.Move]) -> dict[int, bool]:
     caller lets a solver extend the assignment, or shows it cannot.
     """
     layout, trace = enc.layout, trace_line(enc.layout, moves)
-    visited = {0, layout.n}
-    for t, kind in trace.events.items():
-        visited.add(t + 1 if kind == "merge" else min(t + dg.PACKET, layout.n))
+    visited = visited_slots(layout.n, trace.events)
     drawn = {layout.stock[t] for t, kind in trace.events.items() if kind == "merge"}
 
     def gone(z: int, t: int) -> bool:

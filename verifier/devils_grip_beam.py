@@ -108,16 +108,19 @@ def best_lines(
     return Beam(model, root).best(deadline=deadline, widths=widths, floor=floor)
 
 
-def budget(time_limit: float | None) -> float:
+def budget(
+    time_limit: float | None, share: float = SHARE, cap: float = MAX_SECONDS
+) -> float:
     """Return the seconds a prover with ``time_limit`` gives its beam.
 
-    A fifth of the limit, at most two seconds (`SHARE`, `MAX_SECONDS`): on
-    deals 1-20 the beam's lines sum to 266 cards at 2 s and 257 at 5 s, so
-    the rest of the time is better spent on the lower bound.
+    By default a fifth of the limit, at most two seconds (`SHARE`,
+    `MAX_SECONDS`): on deals 1-20 the beam's lines sum to 266 cards at 2 s and
+    257 at 5 s, so the rest of the time is better spent on the lower bound.
+    ``cap`` is also the budget without a limit.
     """
     if time_limit is None:
-        return MAX_SECONDS
-    return min(SHARE * time_limit, MAX_SECONDS)
+        return cap
+    return min(share * time_limit, cap)
 
 
 def reference_line(

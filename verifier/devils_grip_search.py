@@ -407,17 +407,17 @@ class _Run:
             search.beam(budget)
             raise
 
-    def _beam_budget(self) -> float:
+    def _beam_budget(
+        self, share: float = beam_mod.SHARE, cap: float = beam_mod.MAX_SECONDS
+    ) -> float:
         """Return the beam's share of the time limit (`devils_grip_beam.budget`)."""
         deadline = self.search.deadline
-        return beam_mod.budget(None if deadline is None else deadline - self.began)
+        limit = None if deadline is None else deadline - self.began
+        return beam_mod.budget(limit, share, cap)
 
     def _score_beam_budget(self) -> float:
         """Return the beam's time for a best score (`SCORE_BEAM_SHARE`)."""
-        deadline = self.search.deadline
-        if deadline is None:
-            return SCORE_BEAM_MAX
-        return min(SCORE_BEAM_SHARE * (deadline - self.began), SCORE_BEAM_MAX)
+        return self._beam_budget(share=SCORE_BEAM_SHARE, cap=SCORE_BEAM_MAX)
 
     def _best_score_within(self, seconds: float) -> ProofResult | None:
         """Try the exact best score for ``seconds`` first; None if unfinished.
