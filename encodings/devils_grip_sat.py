@@ -18,7 +18,8 @@ python-sat:
   free, growing to the whole formula, where UNSAT proves the line optimal;
   then core-guided MaxSAT (`devils_grip_score`) raises a proven lower bound
   until it meets the line, counting the score two ways side by side: cards
-  left unlinked, and cards missing from the grid's stacks.
+  left unlinked, and cards missing from the grid's stacks. A `Plan` can run
+  one of the two instead, after a longer beam: ``auto`` runs one per process.
 
 Every line is replayed with `verifier.results.check_result` before it is
 returned. ``time_limit`` is honoured between solver calls and by conflict
@@ -67,6 +68,36 @@ LINES_SHARE = 0.1
 LINES_MAX = 5.0
 
 
+@dataclass(frozen=True)
+class Plan:
+    """How a best-score run spends its time: the beam's share, the views.
+
+    The default (`BOTH_VIEWS`, the ``sat`` engine alone) runs both views of
+    the score in one process after a short beam. ``auto`` runs one view per
+    process instead (`LINKS_VIEW`, `GRID_VIEW`; see
+    `patience_encodings.engines`).
+    """
+
+    #: The one score view the core-guided search runs
+    #: (`devils_grip_score.views`), or None for all of them side by side.
+    view: str | None = None
+    beam_share: float = devils_grip_beam.SHARE
+    beam_cap: float = devils_grip_beam.MAX_SECONDS
+
+
+BOTH_VIEWS = Plan()
+#: Unlinked cards, after the short beam and the neighbourhood search.
+LINKS_VIEW = Plan(view="links")
+#: Short stacks, after the long beam: this member brings the better line
+#: while the other's bound climbs (the neighbourhood search's share of the
+#: time is over before the long beam ends, so it brings none).
+GRID_VIEW = Plan(
+    view="grid",
+    beam_share=devils_grip_beam.LONG_SHARE,
+    beam_cap=devils_grip_beam.LONG_MAX,
+)
+
+
 @dataclass
 class _Run:
     """Book-keeping for one `prove` call: the clock and the figures reported."""
@@ -74,6 +105,7 @@ class _Run:
     began: float
     deadline: float | None
     dominance: bool | None = None
+    plan: Plan = BOTH_VIEWS
     stats: dict[str, Any] = field(default_factory=dict)
 
     def elapsed(self) -> float:
@@ -85,9 +117,10 @@ def prove(
     *,
     question: Question = Question.VERDICT,
     time_limit: float | None = None,
+    plan: Plan = BOTH_VIEWS,
 ) -> ProofResult:
     """Answer ``question`` about a Devil's Grip position, with a proof."""
-    return solve_position(state, question=question, time_limit=time_limit)
+    return solve_position(state, question=question, time_limit=time_limit, plan=plan)
 
 
 def solve_position(
@@ -96,6 +129,7 @@ def solve_position(
     question: Question,
     time_limit: float | None,
     dominance: bool | None = None,
+    plan: Plan = BOTH_VIEWS,
 ) -> ProofResult:
     """`prove`, with the choice to add or leave out the dominance restrictions.
 
@@ -104,7 +138,7 @@ def solve_position(
     """
     began = time.monotonic()
     deadline = None if time_limit is None else began + time_limit
-    run = _Run(began, deadline, dominance)
+    run = _Run(began, deadline, dominance, plan)
     if question is Question.VERDICT:
         result = _prove_verdict(state, run)
     else:
@@ -307,7 +341,8 @@ def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
     """
     t0 = time.perf_counter()
     limit = None if run.deadline is None else run.deadline - run.began
-    until = run.began + devils_grip_beam.budget(limit)
+    plan = run.plan
+    until = run.began + devils_grip_beam.budget(limit, plan.beam_share, plan.beam_cap)
     found = devils_grip_beam.reference_line(state, deadline=until, floor=best.lower)
     run.stats["beam_s"] = round(time.perf_counter() - t0, 4)
     if found is not None:
@@ -388,7 +423,9 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
             raise score_mod.LowerBoundReached
 
     try:
-        model = score_mod.least_score(enc, deadline=run.deadline, on_bound=on_bound)
+        model = score_mod.least_score(
+            enc, deadline=run.deadline, on_bound=on_bound, only=run.plan.view
+        )
     except (score_mod.OutOfTime, score_mod.LowerBoundReached):
         model = None
     finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from dg_helpers import position, winnable_position
@@ -207,6 +208,28 @@ def test_best_score_and_verdict_agree_with_exhaustive_search(chunk):
             assert result.score_proven and result.best_score == expected
         verdict = sat.prove(state, question=Question.VERDICT, time_limit=30)
         assert (verdict.status is Status.WON) == (expected == 0)
+
+
+@pytest.mark.parametrize("plan", [sat.LINKS_VIEW, sat.GRID_VIEW])
+def test_each_portfolio_plan_proves_the_exhaustive_best_score(plan):
+    """``auto`` runs one view of the score per process: each must be exact."""
+    for state in [*late_positions(4, seed=700), *jammed_positions(3, seed=7)]:
+        result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
+        assert result.score_proven and result.best_score == brute_best_score(state)
+        views = {view for _, _, view in result.stats.get("core_bounds", [])}
+        assert views <= {plan.view}
+
+
+def test_a_single_view_proves_a_whole_deals_best_score():
+    """Deal 12 (best score 6): the short-stacks view alone, after a short beam."""
+    plan = replace(sat.GRID_VIEW, beam_share=0.05, beam_cap=0.5)
+    state = dg.initial_state(dg.numbered_deal(12))
+    result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
+    assert result.score_proven and result.best_score == 6
+    check_result(dg.GAME, state, result)
+    if "totalizer UNSAT" not in result.method:  # else the descent proved it
+        assert "counting short stacks" in result.method
+        assert {view for *_, view in result.stats["core_bounds"]} == {"grid"}
 
 
 def _score(state: dg.State, dominance: bool):

@@ -149,6 +149,17 @@ def test_late_position_best_score_is_proven_with_a_line():
     assert end.stuck and end.score == result.best_score
     other = devils_grip_sat.prove(state, question=Question.SCORE, time_limit=60)
     assert other.score_proven and other.best_score == result.best_score
+    exact = search.prove(state, question=Question.SCORE, time_limit=60, beam=False)
+    assert exact.score_proven and exact.best_score == result.best_score
+
+
+def test_without_the_beam_the_search_proves_the_brute_force_best_score(
+    small_positions,
+):
+    """``auto``'s best-score member runs no beam: the search alone is exact."""
+    for state, expected in small_positions[::10]:
+        result = search.prove(state, question=Question.SCORE, time_limit=60, beam=False)
+        assert result.score_proven and result.best_score == expected
 
 
 def test_out_of_time_is_unknown_never_lost():

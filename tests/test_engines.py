@@ -10,6 +10,7 @@ import pytest
 
 from patience_encodings import engines
 from verifier import devils_grip as dg
+from verifier import devils_grip_search
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start, start_from_number
 from verifier.registry import get_game
@@ -47,10 +48,27 @@ def test_unknown_engines_are_named():
         engines.solve(start_from_number(bf, 1), engine="smt")
 
 
-def test_auto_uses_the_games_portfolio():
-    for game, preferred in engines.PORTFOLIO.items():
-        available = engines.engines_for(game)
-        assert any(name in available for name in preferred)
+def test_auto_has_a_portfolio_for_every_game_and_question():
+    for game in ("devils-grip", "besieged-fortress"):
+        for question in Question:
+            assert engines.PORTFOLIO[game][question], (game, question)
+
+
+def test_a_capped_member_leaves_the_portfolio_early():
+    """The best-score portfolio's search runs a share of the limit, then ends."""
+    capped = engines._capped(devils_grip_search.prove, 0.05, 1.0)
+    state = start_from_number(GAME, 1).state  # its best score takes minutes
+    began = time.monotonic()
+    result = capped(state, question=Question.SCORE, time_limit=60)
+    assert time.monotonic() - began < 3
+    assert not result.score_proven and result.status is not Status.WON
+
+
+def test_auto_proves_a_late_best_score_quickly():
+    """A late position is settled before the SAT members' beams would end."""
+    start = _late_start(5)
+    result = engines.solve(start, question=Question.SCORE, time_limit=30)
+    assert result.score_proven and result.elapsed < 5
 
 
 def _late_start(seed: int) -> Start:

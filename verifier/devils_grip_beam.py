@@ -61,6 +61,13 @@ WIDTHS = tuple(8 << i for i in range(10))
 #: search (`budget`), and its cap in seconds (also its time without a limit).
 SHARE = 0.2
 MAX_SECONDS = 2.0
+#: The long beam's share and cap, for a prover whose own bound rarely settles
+#: a best score, so its line is what it brings (the search prover, and the
+#: short-stacks member of ``auto``'s best-score portfolio). On deals 1-20 the
+#: lines sum to 266 cards at 2 s, 257 at 5 s, 249 at 12 s and 247 at 25 s
+#: (width 4096, the last width, ends there).
+LONG_SHARE = 0.4
+LONG_MAX = 25.0
 #: What an open top (rank 10 or less: it can still take a card) is worth
 #: against one talon card in the ranking (0.5 measured best of 0.25 .. 1).
 OPEN_TOP_WEIGHT = 0.5

@@ -58,13 +58,12 @@ CANON_CACHE = 1 << 20
 RESTARTS = 8
 RESTART_FIRST = 4000
 #: The beam's share of the limit for a best score, once the verdict is proven
-#: and a short exact try did not settle it, and its cap in seconds. On whole
-#: deals the search's own bound rarely settles anything beside the SAT
-#: prover's (lower on 19 of deals 1-20 at 10 s), while longer beams keep
-#: finding better lines: on deals 1-20 they sum to 266 cards at 2 s, 257 at
-#: 5 s, 249 at 12 s and 247 at 25 s (width 4096, the last width, ends there).
-SCORE_BEAM_SHARE = 0.4
-SCORE_BEAM_MAX = 25.0
+#: and a short exact try did not settle it, and its cap in seconds: the long
+#: beam (`devils_grip_beam.LONG_SHARE`). On whole deals the search's own bound
+#: rarely settles anything beside the SAT prover's (lower on 19 of deals 1-20
+#: at 10 s), while longer beams keep finding better lines.
+SCORE_BEAM_SHARE = beam_mod.LONG_SHARE
+SCORE_BEAM_MAX = beam_mod.LONG_MAX
 INFINITY = 10**9
 
 
@@ -344,11 +343,17 @@ def prove(
     *,
     question: Question = Question.VERDICT,
     time_limit: float | None = None,
+    beam: bool = True,
 ) -> ProofResult:
-    """Answer ``question`` about a Devil's Grip position, with a proof."""
+    """Answer ``question`` about a Devil's Grip position, with a proof.
+
+    Without ``beam`` a best score is searched for exactly all along, its
+    line the playouts' until the search finds a better one: for a portfolio
+    in which another member runs the beam.
+    """
     began = time.monotonic()
     deadline = None if time_limit is None else began + time_limit
-    run = _Run(state, question, began, Search(state, deadline))
+    run = _Run(state, question, began, Search(state, deadline), beam=beam)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10_000))
     try:
@@ -365,6 +370,7 @@ class _Run:
     question: Question
     began: float
     search: Search
+    beam: bool = True
     lower: int = 0
 
     def answer(self) -> ProofResult:
@@ -382,6 +388,8 @@ class _Run:
             return self._lost()
         report_partial(self._check(self._lost()))
         try:
+            if not self.beam:
+                return self._best_score()
             return self._best_score_within(
                 self._beam_budget() / 2
             ) or self._beam_then_search(self._score_beam_budget())
@@ -397,7 +405,7 @@ class _Run:
         """
         search = self.search
         deadline = search.deadline
-        if self.question is not Question.SCORE or deadline is None:
+        if self.question is not Question.SCORE or deadline is None or not self.beam:
             return search.verdict()
         budget = self._beam_budget()
         try:
