@@ -69,23 +69,30 @@ def _devils_grip_sat(plan: devils_grip_sat.Plan) -> Prover:
     return partial(devils_grip_sat.prove, plan=plan)
 
 
-#: The search member's share of a best-score portfolio's limit, and its cap
-#: in seconds: it proves mid-game positions fast, whole deals rarely.
+#: The search member's share of a best-score portfolio's limit on early
+#: Devil's Grip positions (more than `EARLY_STOCK` stock cards), and its cap
+#: in seconds. Later it keeps the whole limit: there it is the fast prover
+#: (the old figures: median 1 s to a proven best score at 48 stock cards
+#: left, 3.6 s at 60, 23 s at 66).
 SEARCH_SHARE = (0.15, 5.0)
+EARLY_STOCK = 60
 
 
-def _capped(prover: Prover, share: float, cap: float) -> Prover:
-    """Return ``prover`` with ``share`` of the time limit, at most ``cap`` s.
+def _devils_grip_search(
+    state: Any, *, question: Question, time_limit: float | None
+) -> ProofResult:
+    """The search prover without its beam, briefly on early positions.
 
-    A member run this way leaves the portfolio early, and its core to the
-    others, when it cannot settle the question soon.
+    On a whole deal it rarely proves a best score and leaves its core to
+    the SAT members after `SEARCH_SHARE` of the limit (its verdict comes
+    with it); later in the game it settles most positions first.
     """
-
-    def capped(state: Any, *, question: Question, time_limit: float | None):
-        limit = cap if time_limit is None else min(share * time_limit, cap)
-        return prover(state, question=question, time_limit=limit)
-
-    return capped
+    if len(state.stock) > EARLY_STOCK and question is Question.SCORE:
+        share, cap = SEARCH_SHARE
+        time_limit = cap if time_limit is None else min(share * time_limit, cap)
+    return devils_grip_search.prove(
+        state, question=question, time_limit=time_limit, beam=False
+    )
 
 
 #: What ``auto`` runs side by side, per game and question: named provers, one
@@ -93,13 +100,14 @@ def _capped(prover: Prover, share: float, cap: float) -> Prover:
 #: runs on request; Besieged Fortress's SAT encoding finds wins only in small
 #: positions. For a Devil's Grip best score the SAT prover runs twice, one
 #: view of the score per process (`devils_grip_sat.Plan`; the short-stacks
-#: member runs the long beam first and brings the line), and the search
-#: prover runs without its beam for `SEARCH_SHARE` of the limit: it settles
-#: mid-game positions fast, and its bound on whole deals is below SAT's.
-#: Deals 1-20 at 10 s, run one after another on the same machine: bounds
-#: summing 176 against 163 for the SAT and search provers whole, lines 261
-#: both (without the search member 179 and 256, but positions with 48 stock
-#: cards left took a median 2.3 s instead of 1.1 s).
+#: member runs a long beam first and brings the line), and the search
+#: prover runs without its beam (`_devils_grip_search`): it settles mid-game
+#: positions fast, and its bound on whole deals is below SAT's. Deals 1-20
+#: (`patience bench --engine auto --score`): at 10 s, 2 best scores proven
+#: and bounds summing 175, against 1 and 163-165 for the SAT and search
+#: provers whole; at 60 s, 11 against 9. Without the search member, 10 s
+#: bounds summed 179, but positions with 48 stock cards left took a median
+#: 2.3 s instead of 1.1 s.
 PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
     "devils-grip": {
         Question.VERDICT: {
@@ -109,9 +117,7 @@ PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
         Question.SCORE: {
             "sat-links": _devils_grip_sat(devils_grip_sat.LINKS_VIEW),
             "sat-grid": _devils_grip_sat(devils_grip_sat.GRID_VIEW),
-            "search": _capped(
-                partial(devils_grip_search.prove, beam=False), *SEARCH_SHARE
-            ),
+            "search": _devils_grip_search,
         },
     },
     "besieged-fortress": {

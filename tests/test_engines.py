@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import random
+import re
 import time
 from dataclasses import replace
 
 import pytest
 
-from patience_encodings import engines
+from patience_encodings import bench_positions, engines
 from verifier import devils_grip as dg
-from verifier import devils_grip_search
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start, start_from_number
 from verifier.registry import get_game
@@ -54,13 +54,13 @@ def test_auto_has_a_portfolio_for_every_game_and_question():
             assert engines.PORTFOLIO[game][question], (game, question)
 
 
-def test_a_capped_member_leaves_the_portfolio_early():
-    """The best-score portfolio's search runs a share of the limit, then ends."""
-    capped = engines._capped(devils_grip_search.prove, 0.05, 1.0)
+def test_the_search_member_leaves_early_on_a_whole_deal():
+    """On a whole deal the search member ends after its share, freeing a core."""
     state = start_from_number(GAME, 1).state  # its best score takes minutes
+    share, cap = engines.SEARCH_SHARE
     began = time.monotonic()
-    result = capped(state, question=Question.SCORE, time_limit=60)
-    assert time.monotonic() - began < 3
+    result = engines._devils_grip_search(state, question=SCORE, time_limit=60)
+    assert time.monotonic() - began < min(share * 60, cap) + 2
     assert not result.score_proven and result.status is not Status.WON
 
 
@@ -105,3 +105,16 @@ def test_a_line_and_a_bound_from_two_engines_prove_the_best_score_together():
     assert not merged.score_proven and "b proves every line leaves" in merged.method
     assert engines.combine_bounds([line_only], Question.SCORE) is None
     assert engines.combine_bounds([line_only, bound_only], Question.VERDICT) is None
+
+
+def test_bench_positions_lies_on_the_beam_line_and_proves_late_positions(capsys):
+    """The positions benchmark: fixed positions, each late one proven by auto."""
+    first = list(bench_positions.positions(3, [30, 12]))
+    again = list(bench_positions.positions(3, [30, 12]))
+    assert [left for left, _ in first] == [30, 12]
+    assert first == again
+    assert all(len(s.stock) <= left for left, s in first)
+    assert bench_positions.main(["--count", "1", "--start", "3", "--left", "12"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^\| 3 \| 1[0-2] \| \d+ \| yes \|", out, re.M)
+    assert "| ≤ 12 | 1 | 1 |" in out
