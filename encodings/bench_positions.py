@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections.abc import Iterator, Sequence
+from itertools import accumulate
 
 from verifier import devils_grip as dg
 from verifier import devils_grip_beam as beam
@@ -44,13 +45,10 @@ def positions(number: int, lefts: Sequence[int]) -> Iterator[tuple[int, dg.State
     if found is None:
         raise AssertionError("the beam without a deadline always ends")
     wanted = sorted(lefts, reverse=True)
-    for move in sm.to_reference(state, list(found.moves)):
-        while wanted and len(state.stock) <= wanted[0]:
-            yield wanted.pop(0), state
-        state = dg.apply(state, move)
-    for left in wanted:
-        if len(state.stock) <= left:
-            yield left, state
+    line = sm.to_reference(state, list(found.moves))
+    for reached in accumulate(line, dg.apply, initial=state):
+        while wanted and len(reached.stock) <= wanted[0]:
+            yield wanted.pop(0), reached
 
 
 def main(argv: Sequence[str] | None = None) -> int:

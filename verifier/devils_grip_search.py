@@ -18,10 +18,11 @@ quick. A lost deal also gets a line from a few randomised greedy playouts
 step at a time: a search with bar ``k + 1`` either finds a line scoring ``k``
 (optimal, since ``k`` is a proven lower bound) or proves every line leaves
 more than ``k``. When a first short try does not settle it, a beam search
-(`verifier.devils_grip_beam`, guided by the playouts' line, for
-`SCORE_BEAM_SHARE` of the limit) looks for a better line before the search
-resumes; the best line closes the gap from above when the lower bound
-reaches it. Each step keeps the table, so later steps reuse earlier proofs.
+(`verifier.devils_grip_beam`, guided by the playouts' line, for the long
+beam's share of the limit, `devils_grip_beam.LONG_SHARE`) looks for a better
+line before the search resumes; the best line closes the gap from above
+when the lower bound reaches it. Each step keeps the table, so later steps
+reuse earlier proofs.
 
 Time limits are honoured between expansions (the clock is read every few
 hundred states); the answer is then ``unknown`` (or ``lost`` with an unproven
@@ -57,13 +58,6 @@ CANON_CACHE = 1 << 20
 #: Restarts of the win search, the first with this node budget (doubling).
 RESTARTS = 8
 RESTART_FIRST = 4000
-#: The beam's share of the limit for a best score, once the verdict is proven
-#: and a short exact try did not settle it, and its cap in seconds: the long
-#: beam (`devils_grip_beam.LONG_SHARE`). On whole deals the search's own bound
-#: rarely settles anything beside the SAT prover's (lower on 19 of deals 1-20
-#: at 10 s), while longer beams keep finding better lines.
-SCORE_BEAM_SHARE = beam_mod.LONG_SHARE
-SCORE_BEAM_MAX = beam_mod.LONG_MAX
 INFINITY = 10**9
 
 
@@ -424,8 +418,13 @@ class _Run:
         return beam_mod.budget(limit, share, cap)
 
     def _score_beam_budget(self) -> float:
-        """Return the beam's time for a best score (`SCORE_BEAM_SHARE`)."""
-        return self._beam_budget(share=SCORE_BEAM_SHARE, cap=SCORE_BEAM_MAX)
+        """Return the beam's time for a best score: the long beam's.
+
+        On whole deals the search's own bound rarely settles anything beside
+        the SAT prover's (lower on 19 of deals 1-20 at 10 s), while longer
+        beams keep finding better lines (`devils_grip_beam.LONG_SHARE`).
+        """
+        return self._beam_budget(share=beam_mod.LONG_SHARE, cap=beam_mod.LONG_MAX)
 
     def _best_score_within(self, seconds: float) -> ProofResult | None:
         """Try the exact best score for ``seconds`` first; None if unfinished.
