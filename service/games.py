@@ -16,7 +16,6 @@ from worker.jobs import (
     DEFAULT_TIME_LIMIT,
     DIFFICULTIES,
     GENERATORS,
-    GRADED,
     MAX_DEALS,
     MAX_ITEMS,
     MIN_TIME_LIMIT,
@@ -54,7 +53,7 @@ def describe_game(game: Game) -> dict[str, Any]:
         "questions": questions,
         "generator": {
             "available": game.name in GENERATORS,
-            "difficulties": [d for d in DIFFICULTIES if d in GRADED],
+            "difficulties": list(DIFFICULTIES),
         },
     }
 
