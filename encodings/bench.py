@@ -5,7 +5,10 @@ solves numbered deals ``start .. start + count - 1`` one after another (one
 core; each solve in its own killable process, as in production) and prints,
 per engine: verdicts proven, best scores proven, time median / p90 / p99 /
 max, states per second where the prover counts states, and the distribution
-of best scores. ``--out FILE`` keeps every result as JSON lines.
+of best scores. ``--out FILE`` keeps every result as JSON lines. ``--known
+FILE`` (a `known_scores` file) compares each best-score run with what is
+known: how many cards the lines leave above the best known line, how far the
+proven bounds stay below the best known bound, and any contradiction.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
 from verifier.formats import start_from_number
 from verifier.registry import get_game
 from verifier.results import ProofResult, Question, Status
 
-from . import engines
+from . import engines, known_scores
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,54 @@ def summary(rows: list[Row], question: Question) -> dict[str, object]:
     }
 
 
+def against_known(
+    rows: list[Row], known: dict[int, known_scores.KnownScore]
+) -> dict[str, object]:
+    """Return how one engine's best-score rows compare with ``known``.
+
+    ``line_gap``: cards the lines leave above the best known line, summed;
+    ``bound_gap``: how far the proven bounds stay below the best known bound,
+    summed (a missing bound counts as 0); ``better``: deals whose line beats
+    the known one (the file can be improved); ``conflicts``: contradictions,
+    each a bug somewhere.
+    """
+    deals = line_gap = bound_gap = 0
+    better: list[int] = []
+    conflicts: list[str] = []
+    for row in rows:
+        entry, r = known.get(row.number), row.result
+        if entry is None or r.status is Status.WON:
+            continue
+        deals += 1
+        if r.best_score is not None:
+            line_gap += max(0, r.best_score - entry.upper)
+            if r.best_score < entry.upper:
+                better.append(row.number)
+        bound_gap += max(0, entry.lower - (r.lower_bound or 0))
+        conflicts += known_scores.conflicts(entry, r.lower_bound, r.best_score)
+    return {
+        "deals": deals,
+        "line_gap": line_gap,
+        "bound_gap": bound_gap,
+        "better": better,
+        "conflicts": conflicts,
+    }
+
+
+def format_known(figures: dict[str, dict[str, object]], settled: int) -> str:
+    """Return the lines that compare each engine's run with the known scores."""
+    lines = []
+    for engine, f in figures.items():
+        lines.append(
+            f"Against the known scores ({f['deals']} deals, {settled} best scores "
+            f"known), {engine}: lines {f['line_gap']} cards above the best known "
+            f"lines, bounds {f['bound_gap']} below the best known bounds; "
+            f"better lines than known: {f['better'] or 'none'}; "
+            f"contradictions: {'; '.join(f['conflicts']) or 'none'}"
+        )
+    return "\n".join(lines)
+
+
 def format_table(figures: dict[str, dict[str, object]], question: Question) -> str:
     """Return a Markdown table, one row per engine, plus score distributions."""
     head = (
@@ -126,7 +178,8 @@ def main(args, out: TextIO) -> int:
     """Run the benchmark described by the CLI arguments; print the table."""
     question = Question.SCORE if args.score else Question.VERDICT
     numbers = range(args.start, args.start + args.count)
-    figures = {}
+    figures, compared = {}, {}
+    known = known_scores.load(Path(args.known)) if getattr(args, "known", None) else {}
     sink = open(args.out, "w", encoding="utf-8") if args.out else None
     began = time.monotonic()
     try:
@@ -134,7 +187,8 @@ def main(args, out: TextIO) -> int:
 
             def record(row: Row, engine: str = engine) -> None:
                 if sink:
-                    data = {"engine": engine, "number": row.number}
+                    data = {"asked": engine, "time_limit": args.time_limit}
+                    data["number"] = row.number
                     sink.write(json.dumps(data | row.result.to_json()) + "\n")
                     sink.flush()
 
@@ -147,6 +201,8 @@ def main(args, out: TextIO) -> int:
                 on_row=record,
             )
             figures[engine] = summary(rows, question)
+            if question is Question.SCORE and known:
+                compared[engine] = against_known(rows, known)
     finally:
         if sink:
             sink.close()
@@ -157,4 +213,7 @@ def main(args, out: TextIO) -> int:
         file=out,
     )
     print(format_table(figures, question), file=out)
+    if compared:
+        settled = sum(e.settled for n, e in known.items() if n in numbers)
+        print("\n" + format_known(compared, settled), file=out)
     return 0

@@ -11,25 +11,64 @@ RC2 on each view alone (``--views links,grid``, one after the other) and
 prints the best proven lower bound within the limit, with the time it came,
 or the optimum (marked ``=``) when RC2 finished; and, for each pair of views,
 on how many deals each was higher. No line-finder runs: the bounds are RC2's
-own.
+own. ``--out FILE`` keeps every run as a JSON line in the form of
+``patience bench --out`` (engine ``rc2-VIEW``; a finished run carries its
+optimal line, decoded and replayed), which `known_scores` merges.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from verifier import devils_grip as dg
 from verifier.results import Question
 
 from . import devils_grip_score as score_mod
 from .devils_grip_sat_cnf import build_encoding
+from .devils_grip_sat_lines import decode
 
 
-def view_bound(number: int, view: str, limit: float) -> tuple[int, float, bool]:
-    """Return the best bound of ``view`` on deal ``number``, when, and if optimal."""
-    enc = build_encoding(dg.initial_state(dg.numbered_deal(number)), Question.SCORE)
+@dataclass(frozen=True)
+class ViewRun:
+    """RC2 on one view of one deal: its best bound, when, and the time spent.
+
+    ``line`` is the optimal line (notation) when RC2 finished, else empty.
+    """
+
+    number: int
+    view: str
+    bound: int
+    at: float
+    elapsed: float
+    limit: float
+    line: tuple[str, ...] = ()
+
+    @property
+    def done(self) -> bool:
+        return bool(self.line)
+
+    def to_json(self) -> dict[str, object]:
+        """The run in the form of ``patience bench --out``'s lines."""
+        return {
+            "engine": f"rc2-{self.view}",
+            "number": self.number,
+            "best_score": self.bound if self.done else None,
+            "lower_bound": self.bound,
+            "score_proven": self.done,
+            "line": list(self.line),
+            "elapsed": round(self.elapsed, 1),
+            "time_limit": self.limit,
+        }
+
+
+def view_bound(number: int, view: str, limit: float) -> ViewRun:
+    """Run RC2 on ``view`` of deal ``number`` for at most ``limit`` seconds."""
+    state = dg.initial_state(dg.numbered_deal(number))
+    enc = build_encoding(state, Question.SCORE)
     began = time.monotonic()
     best = [0, 0.0]
 
@@ -43,7 +82,17 @@ def view_bound(number: int, view: str, limit: float) -> tuple[int, float, bool]:
         )
     except score_mod.OutOfTime:
         model = None
-    return best[0], best[1], model is not None
+    elapsed = time.monotonic() - began
+    if model is None:
+        return ViewRun(number, view, best[0], best[1], elapsed, limit)
+    moves = decode(enc, model)
+    final = state
+    for move in moves:
+        final = dg.apply(final, move)
+    if dg.score(final) != best[0]:
+        raise AssertionError("an optimal model decoded to another score")
+    line = tuple(dg.format_move(move) for move in moves)
+    return ViewRun(number, view, best[0], best[1], elapsed, limit, line)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,16 +101,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=15, help="number of deals")
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds")
     parser.add_argument("--views", default="links,grid", help="comma-separated")
+    parser.add_argument("--out", help="write every run as JSON lines to this file")
     args = parser.parse_args(argv)
     views = args.views.split(",")
     print("| deal | " + " | ".join(views) + " |")
     print("|---" * (len(views) + 1) + "|")
     rows = []
+    sink = open(args.out, "w", encoding="utf-8") if args.out else None
     for number in range(args.start, args.start + args.count):
         found = [view_bound(number, view, args.time_limit) for view in views]
-        rows.append([bound for bound, _, _ in found])
-        cells = [f"{'=' if done else ''}{b} ({t:.1f} s)" for b, t, done in found]
+        rows.append([run.bound for run in found])
+        cells = [f"{'=' if r.done else ''}{r.bound} ({r.at:.1f} s)" for r in found]
         print(f"| {number} | " + " | ".join(cells) + " |", flush=True)
+        if sink:
+            sink.writelines(json.dumps(run.to_json()) + "\n" for run in found)
+            sink.flush()
+    if sink:
+        sink.close()
     for i, a in enumerate(views):
         for j, b in enumerate(views[i + 1 :], i + 1):
             wins_a = sum(row[i] > row[j] for row in rows)

@@ -353,6 +353,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=float, default=10.0, help="seconds per deal")
     p.add_argument("--score", action="store_true", help="prove best scores too")
     p.add_argument("--out", help="write every result as JSON lines to this file")
+    p.add_argument(
+        "--known",
+        help="a known-scores file (seeds/vectors/devils-grip-best-scores.jsonl): "
+        "how far lines and bounds are from it",
+    )
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("verify-cases", help="check rule edge-case files")

@@ -122,12 +122,3 @@ def test_whole_deal_score_reports_a_proven_lower_bound():
     assert result.best_score is not None
     assert 1 < result.lower_bound <= result.best_score
     check_result(dg.GAME, state, result)
-
-
-def test_view_benchmark_prints_each_views_bound(capsys):
-    from patience_encodings import bench_views
-
-    argv = ["--start", "12", "--count", "1", "--time-limit", "8", "--views", "grid"]
-    assert bench_views.main(argv) == 0
-    out = capsys.readouterr().out
-    assert "| 12 | =6 (" in out
