@@ -139,13 +139,18 @@ def format_known(figures: dict[str, dict[str, object]], settled: int) -> str:
     lines = []
     for engine, f in figures.items():
         lines.append(
-            f"Against the known scores ({f['deals']} deals, {settled} best scores "
-            f"known), {engine}: lines {f['line_gap']} cards above the best known "
+            f"Against the known scores ({_count(f['deals'], 'deal')}, "
+            f"{_count(settled, 'best score')} known), {engine}: lines "
+            f"{f['line_gap']} cards above the best known "
             f"lines, bounds {f['bound_gap']} below the best known bounds; "
             f"better lines than known: {f['better'] or 'none'}; "
             f"contradictions: {'; '.join(f['conflicts']) or 'none'}"
         )
     return "\n".join(lines)
+
+
+def _count(n: object, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def format_table(figures: dict[str, dict[str, object]], question: Question) -> str:

@@ -122,7 +122,7 @@ def test_bench_known_option_reports_gaps_and_keeps_the_asked_engine(tmp_path, ca
     argv += ["--known", str(known_scores.SHIPPED)]
     assert cli_main(argv) == 0
     text = capsys.readouterr().out
-    assert "Against the known scores (1 deals, 1 best scores known), sat:" in text
+    assert "Against the known scores (1 deal, 1 best score known), sat:" in text
     assert "contradictions: none" in text
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["asked"] == "sat" and record["number"] == 12
