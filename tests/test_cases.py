@@ -15,9 +15,11 @@ CASE_FILES = sorted(p for p in CASE_DIR.iterdir() if p.suffix in (".yaml", ".jso
 
 
 def shipped_cases():
-    for path in CASE_FILES:
-        for case in load_cases(path.read_text(), source=path.name):
-            yield pytest.param(case, id=f"{path.stem}:{case.id}")
+    return [
+        pytest.param(case, id=f"{path.stem}:{case.id}")
+        for path in CASE_FILES
+        for case in load_cases(path.read_text(), source=path.name)
+    ]
 
 
 def test_devils_grip_case_file_is_large_enough():
