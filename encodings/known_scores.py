@@ -37,7 +37,7 @@ from pathlib import Path
 from verifier import devils_grip as dg
 from verifier.errors import InputError
 
-#: The file shipped with the project (deals 1-20).
+#: The file shipped with the project (deals 1-40).
 SHIPPED = (
     Path(__file__).resolve().parent.parent
     / "seeds"
