@@ -184,7 +184,7 @@ def main(args, out: TextIO) -> int:
     question = Question.SCORE if args.score else Question.VERDICT
     numbers = range(args.start, args.start + args.count)
     figures, compared = {}, {}
-    known = known_scores.load(Path(args.known)) if getattr(args, "known", None) else {}
+    known = known_scores.load(Path(args.known)) if args.known else {}
     sink = open(args.out, "w", encoding="utf-8") if args.out else None
     began = time.monotonic()
     try:
@@ -192,8 +192,11 @@ def main(args, out: TextIO) -> int:
 
             def record(row: Row, engine: str = engine) -> None:
                 if sink:
-                    data = {"asked": engine, "time_limit": args.time_limit}
-                    data["number"] = row.number
+                    data = {
+                        "asked": engine,
+                        "time_limit": args.time_limit,
+                        "number": row.number,
+                    }
                     sink.write(json.dumps(data | row.result.to_json()) + "\n")
                     sink.flush()
 

@@ -74,7 +74,7 @@ def lns_line(
     tot = enc.add_score_bound(None, score - 1 - enc.score_offset)
 
     def improve(model: list[int]) -> tuple[int, list[dg.Move]]:
-        line, final = sat._line(enc, model)  # replayed move by move, to the end
+        line, final = sat.model_line(enc, model)  # replayed move by move, to the end
         return dg.score(final), line
 
     with Solver(name=sat.SOLVER, bootstrap_with=enc.clauses) as solver:

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from verifier import devils_grip as dg
 from verifier.results import Question
 
+from . import devils_grip_sat as sat
 from . import devils_grip_score as score_mod
 from .devils_grip_sat_cnf import build_encoding
-from .devils_grip_sat_lines import decode
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,7 @@ class ViewRun:
 
 def view_bound(number: int, view: str, limit: float) -> ViewRun:
     """Run RC2 on ``view`` of deal ``number`` for at most ``limit`` seconds."""
-    state = dg.initial_state(dg.numbered_deal(number))
-    enc = build_encoding(state, Question.SCORE)
+    enc = build_encoding(dg.initial_state(dg.numbered_deal(number)), Question.SCORE)
     began = time.monotonic()
     best = [0, 0.0]
 
@@ -85,10 +84,7 @@ def view_bound(number: int, view: str, limit: float) -> ViewRun:
     elapsed = time.monotonic() - began
     if model is None:
         return ViewRun(number, view, best[0], best[1], elapsed, limit)
-    moves = decode(enc, model)
-    final = state
-    for move in moves:
-        final = dg.apply(final, move)
+    moves, final = sat.model_line(enc, model)  # replayed move by move, to the end
     if dg.score(final) != best[0]:
         raise AssertionError("an optimal model decoded to another score")
     line = tuple(dg.format_move(move) for move in moves)

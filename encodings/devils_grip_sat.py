@@ -193,7 +193,7 @@ def _solve(
         run.stats["solve_s"] = round(run.stats["solve_s"] + time.perf_counter() - t0, 4)
 
 
-def _line(enc: Encoding, model: list[int]) -> tuple[list[dg.Move], dg.State]:
+def model_line(enc: Encoding, model: list[int]) -> tuple[list[dg.Move], dg.State]:
     """Decode ``model`` and finish it: sorting swaps if complete, else talon plays."""
     moves = decode(enc, model)
     state = enc.layout.state
@@ -225,7 +225,7 @@ def _prove_verdict(state: dg.State, run: _Run) -> ProofResult:
         status = _solve(solver, [], run)
         model = solver.get_model() if status else None
     if model is not None:
-        moves, _ = _line(enc, model)
+        moves, _ = model_line(enc, model)
         return _won(moves, run, Question.VERDICT, "SAT: the decoded line wins")
     if status is None:
         return _unknown(run, Question.VERDICT, None, None, ())
@@ -317,7 +317,7 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
     with _solver(enc, run) as solver:
         status = _solve(solver, enc.win_literals(), run)
         if status:
-            moves, _ = _line(enc, solver.get_model())
+            moves, _ = model_line(enc, solver.get_model())
             return _won(moves, run, Question.SCORE, "SAT: the decoded line wins")
         if status is None:
             return _unknown(run, Question.SCORE, None, None, ())
@@ -364,7 +364,7 @@ def _improve(
     That it beats the line before is checked by `Neighbourhoods`, which asked
     for "one card fewer".
     """
-    moves, final = _line(enc, model)
+    moves, final = model_line(enc, model)
     score = dg.score(final)
     best.score, best.moves = score, moves
     run.stats["lines"].append([score, round(time.monotonic() - run.began, 3)])
@@ -436,7 +436,7 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
     finally:
         run.stats["core_s"] = round(time.perf_counter() - t0, 4)
     if model is not None:
-        moves, final = _line(enc, model)
+        moves, final = model_line(enc, model)
         if dg.score(final) != best.lower:
             raise AssertionError("an optimal model decoded to another score")
         best.score, best.moves = dg.score(final), moves

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from verifier import devils_grip as dg
 from verifier.errors import InputError
+from verifier.replay import replay
 
 #: The file shipped with the project (deals 1-40).
 SHIPPED = (
@@ -76,16 +77,15 @@ class KnownScore:
 def check(entry: KnownScore) -> None:
     """Replay ``entry.line`` on its deal; raise `InputError` if it does not
     end stuck with ``upper`` cards, or if ``lower > upper``."""
-    state = dg.initial_state(dg.numbered_deal(entry.number))
-    for move in dg.parse_moves(" ".join(entry.line)):
-        reason = dg.illegal_reason(state, move)
-        if reason:
-            raise InputError(f"deal {entry.number}: {dg.format_move(move)}: {reason}")
-        state = dg.apply(state, move)
-    if not dg.is_stuck(state) or dg.score(state) != entry.upper:
+    start = dg.initial_state(dg.numbered_deal(entry.number))
+    moves = dg.parse_moves("\n".join(entry.line))
+    outcome = replay(dg.GAME, start, moves)
+    if outcome.error:
+        raise InputError(f"deal {entry.number}: {outcome.error}")
+    if not outcome.stuck or outcome.score != entry.upper:
         raise InputError(
-            f"deal {entry.number}: the line leaves {dg.score(state)} cards"
-            f"{'' if dg.is_stuck(state) else ' and is not over'}, not {entry.upper}"
+            f"deal {entry.number}: the line leaves {outcome.score} cards"
+            f"{'' if outcome.stuck else ' and is not over'}, not {entry.upper}"
         )
     if entry.lower > entry.upper:
         raise InputError(f"deal {entry.number}: bound {entry.lower} above its line")

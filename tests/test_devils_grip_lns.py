@@ -34,7 +34,7 @@ def _search(state: dg.State, line: tuple[int, list[dg.Move]]):
     solver = Solver(name=sat.SOLVER, bootstrap_with=enc.clauses)
 
     def improve(model: list[int]) -> tuple[int, list[dg.Move]]:
-        moves, final = sat._line(enc, model)
+        moves, final = sat.model_line(enc, model)
         assert _replayed(state, moves) == dg.score(final)
         return dg.score(final), moves
 
@@ -88,7 +88,7 @@ def test_the_whole_formula_proves_the_brute_force_optimum():
         enc = build_encoding(state, Question.SCORE)
         with Solver(name=sat.SOLVER, bootstrap_with=enc.clauses) as first:
             assert first.solve()
-            moves, _ = sat._line(enc, first.get_model())
+            moves, _ = sat.model_line(enc, first.get_model())
         first_score = _replayed(state, moves)
         _, solver, search = _search(state, (first_score, moves))
         with solver:

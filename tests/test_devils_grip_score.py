@@ -45,7 +45,7 @@ def test_grid_view_optimum_matches_brute_force(only):
     for state, best in positions(8, seed=110):
         enc, model, bounds = _least_score(state, only)
         assert model is not None
-        _, final = sat._line(enc, model)
+        _, final = sat.model_line(enc, model)
         assert dg.score(final) == best == max(b for b, _ in bounds)
         assert all(b <= best for b, _ in bounds)
         assert {v for _, v in bounds} <= {only} if only else {"grid", "links"}
@@ -63,7 +63,7 @@ def test_grid_view_counts_what_the_grid_lacks():
             while checked < 5 and solver.solve():
                 checked += 1
                 model = solver.get_model()
-                _, final = sat._line(enc, model)
+                _, final = sat.model_line(enc, model)
                 cost = sum(w for lit, w in weights.items() if model[lit - 1] > 0)
                 assert best <= dg.score(final) <= enc.grid_offset + cost
                 solver.add_clause([-lit for lit in weights if model[lit - 1] > 0])
@@ -74,7 +74,7 @@ def test_grid_view_lower_bound_on_a_whole_deal():
     """Deal 12: the grid view proves the best score, 6, within seconds."""
     state = dg.initial_state(dg.numbered_deal(12))
     enc, model, bounds = _least_score(state, "grid")
-    _, final = sat._line(enc, model)
+    _, final = sat.model_line(enc, model)
     assert dg.score(final) == 6 == bounds[-1][0]
 
 
@@ -84,7 +84,7 @@ def test_core_guided_optimum_matches_brute_force(chunk):
         for dominance in (True, False):
             enc, model, bounds = _core_guided(state, dominance)
             assert model is not None
-            moves, final = sat._line(enc, model)
+            moves, final = sat.model_line(enc, model)
             assert dg.score(final) == best == bounds[-1]
             assert bounds == sorted(bounds) and all(b <= best for b in bounds)
 
