@@ -14,6 +14,9 @@ on how many deals each was higher. No line-finder runs: the bounds are RC2's
 own. ``--out FILE`` keeps every run as a JSON line in the form of
 ``patience bench --out`` (engine ``rc2-VIEW``; a finished run carries its
 optimal line, decoded and replayed), which `known_scores` merges.
+``--known FILE`` hands RC2 each deal's best known line (a line in hand,
+as the SAT prover has one from its beam): it then searches only better
+lines, and a finished run proves the known line optimal.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from verifier.results import Question
 
 from . import devils_grip_sat as sat
 from . import devils_grip_score as score_mod
+from . import known_scores
 from .devils_grip_sat_cnf import build_encoding
+from .known_scores import KnownScore
 
 
 @dataclass(frozen=True)
@@ -65,9 +70,18 @@ class ViewRun:
         }
 
 
-def view_bound(number: int, view: str, limit: float) -> ViewRun:
-    """Run RC2 on ``view`` of deal ``number`` for at most ``limit`` seconds."""
+def view_bound(
+    number: int, view: str, limit: float, known: KnownScore | None = None
+) -> ViewRun:
+    """Run RC2 on ``view`` of deal ``number`` for at most ``limit`` seconds.
+
+    With ``known`` (the deal's best known line), RC2 searches only lines
+    below it (`devils_grip_score.least_score`'s ``below``): a finished run
+    either proves that line optimal (the run carries it) or returns a better
+    one.
+    """
     enc = build_encoding(dg.initial_state(dg.numbered_deal(number)), Question.SCORE)
+    below = known.upper if known is not None else None
     began = time.monotonic()
     best = [0, 0.0]
 
@@ -77,13 +91,14 @@ def view_bound(number: int, view: str, limit: float) -> ViewRun:
 
     try:
         model = score_mod.least_score(
-            enc, deadline=began + limit, on_bound=on_bound, only=view
+            enc, deadline=began + limit, on_bound=on_bound, only=view, below=below
         )
     except score_mod.OutOfTime:
-        model = None
+        return ViewRun(number, view, best[0], best[1], time.monotonic() - began, limit)
     elapsed = time.monotonic() - began
     if model is None:
-        return ViewRun(number, view, best[0], best[1], elapsed, limit)
+        assert known is not None and best[0] == known.upper
+        return ViewRun(number, view, best[0], best[1], elapsed, limit, known.line)
     moves, final = sat.model_line(enc, model)  # replayed move by move, to the end
     if dg.score(final) != best[0]:
         raise AssertionError("an optimal model decoded to another score")
@@ -98,14 +113,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds")
     parser.add_argument("--views", default="links,grid", help="comma-separated")
     parser.add_argument("--out", help="write every run as JSON lines to this file")
+    parser.add_argument(
+        "--known",
+        help="known best scores (JSON lines): give RC2 each deal's best line",
+    )
     args = parser.parse_args(argv)
     views = args.views.split(",")
+    known = {k.number: k for k in known_scores.load(args.known)} if args.known else {}
     print("| deal | " + " | ".join(views) + " |")
     print("|---" * (len(views) + 1) + "|")
     rows = []
     sink = open(args.out, "w", encoding="utf-8") if args.out else None
     for number in range(args.start, args.start + args.count):
-        found = [view_bound(number, view, args.time_limit) for view in views]
+        entry = known.get(number)
+        found = [view_bound(number, view, args.time_limit, entry) for view in views]
         rows.append([run.bound for run in found])
         cells = [f"{'=' if r.done else ''}{r.bound} ({r.at:.1f} s)" for r in found]
         print(f"| {number} | " + " | ".join(cells) + " |", flush=True)

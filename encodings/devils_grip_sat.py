@@ -44,6 +44,7 @@ from verifier.results import (
     Question,
     Status,
     check_result,
+    line_elsewhere,
     report_partial,
 )
 
@@ -429,7 +430,12 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
 
     try:
         model = score_mod.least_score(
-            enc, deadline=run.deadline, on_bound=on_bound, only=run.plan.view
+            enc,
+            deadline=run.deadline,
+            on_bound=on_bound,
+            only=run.plan.view,
+            below=best.score,
+            elsewhere=line_elsewhere,
         )
     except (score_mod.OutOfTime, score_mod.LowerBoundReached):
         model = None

@@ -841,16 +841,78 @@ class Encoding:
             self.add(-self.true)
         if not self.unlinked:
             return None
-        ubound = max(1, min(ubound, len(self.unlinked)))
-        tot = ITotalizer(lits=self.unlinked, ubound=ubound, top_id=self.pool.top)
-        self.pool.occupy(self.pool.top + 1, tot.top_id)
-        self.pool.top = tot.top_id
+        tot = self._totalizer(ubound)
         self.clauses.extend(list(c) for c in tot.cnf.clauses)
         if bound is not None:
             k = bound - self.score_offset
             if 0 <= k < len(tot.rhs):
                 self.add(-tot.rhs[k])
         return tot
+
+    def score_below(self, limit: int) -> ScoreBelow:
+        """Return hard clauses whose models are exactly those of score below ``limit``.
+
+        "At most ``limit - 1 - score_offset`` unlinked" on a fresh totalizer
+        (its variables are taken from the pool). The clauses are returned,
+        not added: the caller restricts one search with them, and ``clauses``
+        keeps describing every line. The unlinked count is exact for every
+        model (`encode_score`), so no model of a line below ``limit`` is cut.
+        """
+        k = limit - 1 - self.score_offset
+        if k < 0 or not self.unlinked:
+            below = ScoreBelow([], (), self.score_offset, self.true)
+        else:
+            tot = self._totalizer(k + 1)
+            below = ScoreBelow(
+                [list(c) for c in tot.cnf.clauses],
+                tuple(tot.rhs),
+                self.score_offset,
+                self.true,
+            )
+            tot.delete()
+        unit = below.unit(limit)
+        if unit is not None:
+            below.clauses.append(unit)
+        return below
+
+    def _totalizer(self, ubound: int) -> ITotalizer:
+        """Return a totalizer over the unlinked pieces, its ids taken from the pool."""
+        ubound = max(1, min(ubound, len(self.unlinked)))
+        tot = ITotalizer(lits=self.unlinked, ubound=ubound, top_id=self.pool.top)
+        self.pool.occupy(self.pool.top + 1, tot.top_id)
+        self.pool.top = tot.top_id
+        return tot
+
+
+@dataclass(frozen=True)
+class ScoreBelow:
+    """Hard clauses that admit only the models of score below a limit.
+
+    ``outputs[k]`` is true when more than ``k`` pieces stay unlinked, so a
+    lower limit on the same counter is one more unit clause (`unit`): a
+    search restricted this way can be tightened while it runs, with no new
+    variables.
+    """
+
+    clauses: list[list[int]]
+    outputs: tuple[int, ...]
+    offset: int
+    true: int
+
+    def unit(self, limit: int) -> list[int] | None:
+        """Return the unit clause "score below ``limit``", or None if implied.
+
+        The counter is built up to the first limit (or to every piece), so a
+        limit past its outputs is implied by the clauses in place; with no
+        outputs there is nothing to count, or the first limit already left
+        no model.
+        """
+        k = limit - 1 - self.offset
+        if k < 0:
+            return [-self.true]
+        if k >= len(self.outputs):
+            return None
+        return [-self.outputs[k]]
 
 
 # -- building --------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from verifier.results import (
     Question,
     Status,
     check_result,
+    set_line_source,
     set_partial_sink,
 )
 
@@ -202,13 +203,18 @@ def _run_here(
     return prover(state, question=question, time_limit=time_limit)
 
 
-def _child(prover: Prover, state: Any, question: Question, limit: float, conn) -> None:
+def _child(
+    prover: Prover, state: Any, question: Question, limit: float, conn, shared
+) -> None:
     """Run one prover and send its result (as JSON-ready data) to the parent.
 
     Partial answers (`verifier.results.report_partial`) go to the parent as
     they come, so that a prover killed at the limit still leaves its best.
+    ``shared`` holds the best line's score over all members (-1: none yet),
+    which the prover reads through `verifier.results.line_elsewhere`.
     """
     set_partial_sink(lambda partial: conn.send(("partial", partial.to_json())))
+    set_line_source(lambda: shared.value if shared.value >= 0 else None)
     try:
         result = prover(state, question=question, time_limit=limit)
         conn.send(("ok", result.to_json()))
@@ -226,9 +232,12 @@ def _portfolio(
     deadline = time.monotonic() + time_limit
     soft = max(0.05, time_limit - max(GRACE, 0.1 * time_limit))
     running: dict[Any, tuple[str, Any]] = {}
+    #: The best line's score reported by any member (written here only).
+    shared = ctx.Value("i", -1, lock=False)
     for name, prover in provers.items():
         parent, child = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(prover, state, question, soft, child))
+        args = (prover, state, question, soft, child, shared)
+        proc = ctx.Process(target=_child, args=args)
         proc.daemon = True
         proc.start()
         child.close()
@@ -252,6 +261,7 @@ def _portfolio(
                 result = ProofResult.from_json(payload)
                 if kind == "ok" and settles(result, question):
                     return result
+                _share_line(shared, result)
                 latest[name] = result
                 together = combine_bounds(list(latest.values()), question)
                 if together is not None:
@@ -260,6 +270,20 @@ def _portfolio(
         _stop([proc for _, proc in running.values()])
     answers = list(latest.values())
     return _best_unsettled(answers, errors, list(provers), time_limit, question)
+
+
+def _share_line(shared: Any, result: ProofResult) -> None:
+    """Publish ``result``'s line score to the members if it is the best yet.
+
+    Members replay their lines before reporting them (and `solve` replays
+    the answer's line again); a member searching below this score proves
+    only unconditional bounds (`verifier.results.line_elsewhere`).
+    """
+    score = result.best_score
+    if score is None or not result.line or result.status is not Status.LOST:
+        return
+    if shared.value < 0 or score < shared.value:
+        shared.value = score
 
 
 def combine_bounds(

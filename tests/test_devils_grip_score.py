@@ -78,6 +78,107 @@ def test_grid_view_lower_bound_on_a_whole_deal():
     assert dg.score(final) == 6 == bounds[-1][0]
 
 
+@pytest.mark.parametrize("only", ["links", "grid"])
+def test_a_line_in_hand_restricts_the_search_soundly(only):
+    """With ``below`` (a line's score in hand) each view searches only better
+    lines: below the best score it proves exactly ``below``, above it still
+    returns an optimal model, and no bound ever passes the truth."""
+    for state, best in positions(6, seed=130):
+        for below in (best - 1, best, best + 1, best + 3):
+            enc = build_encoding(state, Question.SCORE)
+            bounds: list[int] = []
+            model = score_mod.least_score(
+                enc,
+                deadline=None,
+                on_bound=lambda b, _, seen=bounds: seen.append(b),
+                only=only,
+                below=below,
+            )
+            assert all(b <= min(best, below) for b in bounds)
+            if below <= best:
+                assert model is None and bounds[-1] == below
+            else:
+                _, final = sat.model_line(enc, model)
+                assert dg.score(final) == best == bounds[-1]
+
+
+@pytest.mark.parametrize("only", ["links", "grid"])
+def test_a_better_line_elsewhere_tightens_the_search(only):
+    """A line reported while the search runs (``elsewhere``) lowers the
+    restriction on the same counter: at the best score, the search proves
+    it; above it, the search still returns an optimal model."""
+    for state, best in positions(6, seed=135):
+        for there in (best, best + 1):
+            enc = build_encoding(state, Question.SCORE)
+            bounds: list[int] = []
+            model = score_mod.least_score(
+                enc,
+                deadline=None,
+                on_bound=lambda b, _, seen=bounds: seen.append(b),
+                only=only,
+                below=best + 3,
+                elsewhere=lambda there=there: there,
+            )
+            assert all(b <= best for b in bounds)
+            if there == best:
+                assert model is None and bounds[-1] == best
+            else:
+                _, final = sat.model_line(enc, model)
+                assert dg.score(final) == best == bounds[-1]
+
+
+def test_score_below_tightens_by_one_unit():
+    """`ScoreBelow.unit` lowers the limit on the counter built for the first
+    (None: the clauses in place already imply the limit)."""
+    for state, best in positions(6, seed=145):
+        enc = build_encoding(state, Question.SCORE)
+        below = enc.score_below(best + 3)
+        with Solver(name="g4", bootstrap_with=enc.clauses) as solver:
+            solver.append_formula(below.clauses)
+            assert below.unit(best + 3) is None or solver.solve(below.unit(best + 3))
+            assert solver.solve(assumptions=below.unit(best + 1) or [])
+            _, final = sat.model_line(enc, solver.get_model())
+            assert dg.score(final) <= best
+            assert not solver.solve(assumptions=below.unit(best))
+
+
+def test_score_below_keeps_exactly_the_better_lines():
+    """Every model under `Encoding.score_below` decodes to a line below the
+    limit, and the best line is still among them."""
+    for state, best in positions(4, seed=140):
+        enc = build_encoding(state, Question.SCORE)
+        limit = best + 2
+        with Solver(name="g4", bootstrap_with=enc.clauses) as solver:
+            solver.append_formula(enc.score_below(limit).clauses)
+            for _ in range(5):
+                if not solver.solve():
+                    break
+                model = solver.get_model()
+                _, final = sat.model_line(enc, model)
+                assert dg.score(final) < limit
+                solver.add_clause([-lit for lit in model[: enc.pool.top] if lit > 0])
+            with Solver(name="g4", bootstrap_with=enc.clauses) as strict:
+                strict.append_formula(enc.score_below(best).clauses)
+                assert not strict.solve()
+
+
+def test_a_line_in_hand_proves_a_whole_deal_optimal():
+    """Deal 12 with its best line (6 cards) in hand: the grid view alone
+    shows that no line leaves 5."""
+    state = dg.initial_state(dg.numbered_deal(12))
+    enc = build_encoding(state, Question.SCORE)
+    bounds: list[int] = []
+    model = score_mod.least_score(
+        enc,
+        deadline=time.monotonic() + 60,
+        on_bound=lambda b, _: bounds.append(b),
+        only="grid",
+        below=6,
+    )
+    assert model is None and bounds[-1] == 6
+    assert all(b <= 6 for b in bounds)
+
+
 @pytest.mark.parametrize("chunk", range(3))
 def test_core_guided_optimum_matches_brute_force(chunk):
     for state, best in positions(8, seed=100 + chunk):

@@ -15,7 +15,13 @@ from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start, start_from_number
 from verifier.registry import get_game
 from verifier.replay import replay
-from verifier.results import Question, Status, check_result
+from verifier.results import (
+    Question,
+    Status,
+    check_result,
+    line_elsewhere,
+    report_partial,
+)
 
 SCORE = Question.SCORE
 
@@ -105,6 +111,44 @@ def test_a_line_and_a_bound_from_two_engines_prove_the_best_score_together():
     assert not merged.score_proven and "b proves every line leaves" in merged.method
     assert engines.combine_bounds([line_only], Question.SCORE) is None
     assert engines.combine_bounds([line_only, bound_only], Question.VERDICT) is None
+
+
+def test_members_of_a_portfolio_see_the_best_line_of_the_others():
+    """The runner passes a member's line score to the others (`line_elsewhere`).
+
+    Two stand-in members in real processes: one reports a real line and waits;
+    the other waits for the score to reach it and answers with it as a bound,
+    so the portfolio's answer combines the two.
+    """
+    start = _late_start(3)
+    sat = engines.solve(start, question=Question.SCORE, engine="sat", time_limit=60)
+    best = sat.best_score
+    line_only = replace(sat, engine="a", score_proven=False, lower_bound=1)
+
+    def reporter(state, *, question, time_limit):
+        report_partial(line_only)
+        time.sleep(time_limit)
+        return line_only
+
+    def reader(state, *, question, time_limit):
+        until = time.monotonic() + time_limit
+        while line_elsewhere() is None and time.monotonic() < until:
+            time.sleep(0.01)
+        seen = line_elsewhere()
+        return replace(
+            sat,
+            engine="b",
+            best_score=None,
+            line=(),
+            score_proven=False,
+            lower_bound=seen if seen is not None else 0,
+        )
+
+    began = time.monotonic()
+    result = engines._portfolio({"a": reporter, "b": reader}, start.state, SCORE, 20)
+    assert result.score_proven and result.engine == "a+b"
+    assert result.best_score == best and time.monotonic() - began < 10
+    assert line_elsewhere() is None  # no runner in this process
 
 
 def test_bench_positions_lies_on_the_beam_line_and_proves_late_positions(capsys):

@@ -144,3 +144,24 @@ def report_partial(result: ProofResult) -> None:
     """
     if _partial_sink is not None:
         _partial_sink(result)
+
+
+_line_source: Callable[[], int | None] | None = None
+
+
+def set_line_source(source: Callable[[], int | None] | None) -> None:
+    """Install (or remove) the provider of `line_elsewhere`."""
+    global _line_source
+    _line_source = source
+
+
+def line_elsewhere() -> int | None:
+    """Return the score of the best line a fellow prover has reported, if any.
+
+    A portfolio runner passes each member's lines (their scores, from
+    `report_partial`) on to the others, so that a best-score search may
+    look only below the best of them. Whatever the line, a lower bound proven
+    that way is unconditional ("no line leaves fewer"); the line only makes
+    it meet. None without a runner, or before any line.
+    """
+    return _line_source() if _line_source is not None else None
