@@ -212,12 +212,16 @@ class View:
 
     A model's score is at most ``offset + cost``, its cost being the summed
     weights of its true ``terms``, and equal to it for some model of each
-    line; so RC2's proven cost bounds the score from below.
+    line; so RC2's proven cost bounds the score from below. ``restricted``:
+    whether a line in hand restricts this view's search by the unlinked
+    count (see "A line in hand": it pays where the count is a second view,
+    not where it is the objective itself).
     """
 
     name: str
     terms: tuple[tuple[int, int], ...]
     offset: int
+    restricted: bool
 
 
 def views(enc: Encoding) -> tuple[View, ...]:
@@ -229,8 +233,8 @@ def views(enc: Encoding) -> tuple[View, ...]:
     if not enc.grid_terms:
         enc.encode_grid_view()
     return (
-        View("links", tuple((lit, 1) for lit in enc.unlinked), enc.score_offset),
-        View("grid", tuple(enc.grid_terms), enc.grid_offset),
+        View("links", tuple((lit, 1) for lit in enc.unlinked), enc.score_offset, False),
+        View("grid", tuple(enc.grid_terms), enc.grid_offset, True),
     )
 
 
@@ -281,7 +285,9 @@ def least_score(
     chosen = [v for v in views(enc) if only is None or v.name == only]
     if not chosen:
         raise ValueError(f"no view of the score is called {only!r}")
-    restrict = enc.score_below(below) if below is not None else None
+    restrict = None
+    if below is not None and any(view.restricted for view in chosen):
+        restrict = enc.score_below(below)
     limit = [below]  # the restriction in force (lowered by `elsewhere`)
     solvers = []
     try:
@@ -291,13 +297,15 @@ def least_score(
                 lower = view.offset + cost
                 on_bound(lower if limit[0] is None else min(lower, limit[0]), view.name)
 
-            wcnf = score_wcnf(enc, view, restrict.clauses if restrict else ())
+            hard = restrict.clauses if restrict and view.restricted else ()
+            wcnf = score_wcnf(enc, view, hard)
             solvers.append(CoreGuided(wcnf, deadline=deadline, on_bound=report))
         runs = [rc2.steps() for rc2 in solvers]
+        restricted = [r for r, v in zip(solvers, chosen, strict=True) if v.restricted]
         spent = [0.0] * len(runs)
         while True:
             if restrict is not None and elsewhere is not None:
-                _tighten(solvers, restrict, limit, elsewhere())
+                _tighten(restricted, restrict, limit, elsewhere())
             i = spent.index(min(spent))
             t0 = time.perf_counter()
             solvers[i].pause_at = time.monotonic() + SLICE
