@@ -26,6 +26,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from verifier import devils_grip as dg
 from verifier.results import Question
@@ -119,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     views = args.views.split(",")
-    known = {k.number: k for k in known_scores.load(args.known)} if args.known else {}
+    known = known_scores.load(Path(args.known)) if args.known else {}
     print("| deal | " + " | ".join(views) + " |")
     print("|---" * (len(views) + 1) + "|")
     rows = []

@@ -105,12 +105,20 @@ def load(path: Path = SHIPPED) -> dict[int, KnownScore]:
 def merge(records: Iterable[dict]) -> dict[int, KnownScore]:
     """Return, per deal, the highest proven bound and the best line of
     ``records`` (result lines of ``patience bench --out`` or ``bench_views
-    --out``). Raises `InputError` on a bound above a line."""
+    --out``, or the entries of a known-scores file, which keep their labels
+    on ties). Raises `InputError` on a bound above a line."""
     # Per deal: (-bound, seconds, label) and (score, seconds, line, label);
     # the least wins, so of equal bounds or lines the fastest run is named.
     lows: dict[int, tuple[int, float, str]] = {}
     ups: dict[int, tuple[int, float, tuple[str, ...], str]] = {}
     for rec in records:
+        if "upper" in rec:  # an entry of a known-scores file
+            number, line = rec["number"], tuple(rec["line"])
+            low = (-rec["lower"], -1.0, rec["lower_by"])
+            lows[number] = min(lows.get(number, low), low)
+            up = (rec["upper"], -1.0, line, rec["upper_by"])
+            ups[number] = min(ups.get(number, up), up)
+            continue
         if rec.get("status") == "won":
             continue  # a win is not a best-score benchmark
         # ``asked``: the engine named to the benchmark (``auto``), whose

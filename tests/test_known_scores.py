@@ -65,6 +65,20 @@ def test_merge_keeps_the_best_line_and_the_highest_bound_of_all_runs():
         known_scores.merge([*records, _record(12, "liar", lower=7)])
 
 
+def test_merge_takes_a_known_scores_file_with_new_runs():
+    """The shipped entries merge with new runs: a higher bound replaces the
+    old one, and on ties the file keeps its own labels."""
+    old = SHIPPED[3]
+    assert not old.settled
+    entries = [e.to_json() for e in SHIPPED.values()]
+    runs = [_record(3, "auto", lower=old.upper), _record(12, "auto", lower=6)]
+    merged = known_scores.merge([*entries, *runs])
+    assert sorted(merged) == sorted(SHIPPED)
+    assert merged[3].settled and merged[3].lower_by.startswith("auto")
+    assert merged[3].upper_by == old.upper_by and merged[3].line == old.line
+    assert merged[12] == SHIPPED[12]
+
+
 def test_conflicts_name_a_bound_above_a_known_line_and_a_line_below_a_bound():
     entry = KnownScore(3, 14, 16, (), "a", "b")
     assert known_scores.conflicts(entry, 16, 16) == []
@@ -137,3 +151,15 @@ def test_view_benchmark_writes_runs_that_merge_into_known_scores(tmp_path, capsy
     assert [r["engine"] for r in records] == ["rc2-grid"]
     entry = known_scores.merge(records)[12]  # replays the decoded line
     assert entry.settled and entry.upper == SHIPPED[12].upper
+
+
+def test_view_benchmark_with_the_known_line_in_hand(tmp_path, capsys):
+    """``--known`` hands RC2 the deal's best line: the short-stacks view,
+    restricted to better lines, finds none and so proves that line optimal."""
+    out = tmp_path / "views.jsonl"
+    argv = ["--start", "12", "--count", "1", "--time-limit", "30", "--views", "grid"]
+    argv += ["--known", str(known_scores.SHIPPED), "--out", str(out)]
+    assert bench_views.main(argv) == 0
+    assert "| 12 | =6 (" in capsys.readouterr().out
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["score_proven"] and record["line"] == list(SHIPPED[12].line)
