@@ -39,13 +39,17 @@ A line in hand
 --------------
 Once a line leaving ``u`` cards is known, only lines leaving fewer matter.
 ``least_score(below=u)`` adds the hard clauses `Encoding.score_below` ("at
-most ``u - 1 - score_offset`` pieces unlinked", on a totalizer) to each
-view's formula. The unlinked count is exact on every model, so every line
-below ``u`` keeps all its models, among them the one whose view cost is its
-score. Hence RC2's cost ``c`` on the restricted formula proves that every
-line leaves at least ``min(u, offset + c)`` cards; a restricted formula
-without models proves ``u`` optimal; and a model RC2 returns is optimal
-among the lines below ``u``, hence among all.
+most ``u - 1 - score_offset`` pieces unlinked", on a totalizer) to the
+formula of each restricted view (the grid view: see below). The unlinked
+count is exact on every model, so every line below ``u`` keeps all its
+models, among them the one whose view cost is its score. Hence RC2's cost
+``c`` on the restricted formula proves that every line leaves at least
+``min(u, offset + c)`` cards; once ``offset + c`` reaches ``u``, or the
+restricted formula has no model, ``u`` is optimal; and a model RC2 returns
+is optimal among the lines below ``u``, hence among all. A line found
+elsewhere while the search runs lowers ``u`` by one unit clause on the
+same counter: a hard clause only removes models, so every core found
+stays a core and ``c`` stays a lower bound.
 
 It pays because the count is a second view of the score inside each search:
 a partial assignment that already leaves ``u - 1 - score_offset`` pieces
@@ -222,7 +226,10 @@ class CoreGuided(RC2):
 
 
 #: The views of the score (`views`) by name, in words for answers.
-VIEW_WORDS = {"links": "unlinked cards", "grid": "short stacks"}
+VIEW_WORDS = {
+    "links": "unlinked cards",
+    "grid": "short stacks, searching below the line in hand",
+}
 
 
 @dataclass(frozen=True)
