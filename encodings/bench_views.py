@@ -97,8 +97,9 @@ def view_bound(
     except score_mod.OutOfTime:
         return ViewRun(number, view, best[0], best[1], time.monotonic() - began, limit)
     elapsed = time.monotonic() - began
-    if model is None:
-        assert known is not None and best[0] == known.upper
+    if model is None:  # no line below the known one: it is optimal
+        if known is None or best[0] != known.upper:
+            raise AssertionError("RC2 ended without a model or a line in hand")
         return ViewRun(number, view, best[0], best[1], elapsed, limit, known.line)
     moves, final = sat.model_line(enc, model)  # replayed move by move, to the end
     if dg.score(final) != best[0]:

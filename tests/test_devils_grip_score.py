@@ -30,11 +30,16 @@ def _core_guided(state: dg.State, dominance: bool | None = None):
     return enc, model, bounds
 
 
-def _least_score(state: dg.State, only: str | None):
+def _least_score(state: dg.State, only: str | None, **options):
+    """Run `least_score` to the end; ``options``: ``below``, ``elsewhere``."""
     enc = build_encoding(state, Question.SCORE)
     bounds: list[tuple[int, str]] = []
     model = score_mod.least_score(
-        enc, deadline=None, on_bound=lambda b, v: bounds.append((b, v)), only=only
+        enc,
+        deadline=None,
+        on_bound=lambda b, v: bounds.append((b, v)),
+        only=only,
+        **options,
     )
     return enc, model, bounds
 
@@ -87,15 +92,8 @@ def test_a_line_in_hand_restricts_the_search_soundly(only):
     stops at ``below``.) No bound ever passes the truth or ``below``."""
     for state, best in positions(6, seed=130):
         for below in (best - 1, best, best + 1, best + 3):
-            enc = build_encoding(state, Question.SCORE)
-            bounds: list[int] = []
-            model = score_mod.least_score(
-                enc,
-                deadline=None,
-                on_bound=lambda b, _, seen=bounds: seen.append(b),
-                only=only,
-                below=below,
-            )
+            enc, model, reports = _least_score(state, only, below=below)
+            bounds = [b for b, _ in reports]
             assert all(b <= min(best, below) for b in bounds)
             assert bounds[-1] == min(best, below)
             if below <= best:
@@ -112,16 +110,10 @@ def test_a_better_line_elsewhere_tightens_the_search(only):
     it; above it, the search still returns an optimal model."""
     for state, best in positions(6, seed=135):
         for there in (best, best + 1):
-            enc = build_encoding(state, Question.SCORE)
-            bounds: list[int] = []
-            model = score_mod.least_score(
-                enc,
-                deadline=None,
-                on_bound=lambda b, _, seen=bounds: seen.append(b),
-                only=only,
-                below=best + 3,
-                elsewhere=lambda there=there: there,
+            enc, model, reports = _least_score(
+                state, only, below=best + 3, elsewhere=lambda there=there: there
             )
+            bounds = [b for b, _ in reports]
             assert all(b <= best for b in bounds) and bounds[-1] == best
             if there == best:
                 assert model is None
