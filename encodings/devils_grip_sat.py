@@ -344,12 +344,21 @@ def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
     On whole deals it finds lines within a few cards of the optimum in well
     under a second (deal 1: 10, the optimum), where the solver's first
     models leave 20-40. It gets `devils_grip_beam.budget` of the limit.
+    Each better line is reported as the beam finds it, so that in a
+    portfolio the other members may search below it at once.
     """
     t0 = time.perf_counter()
     limit = None if run.deadline is None else run.deadline - run.began
     plan = run.plan
     until = run.began + devils_grip_beam.budget(limit, plan.beam_share, plan.beam_cap)
-    found = devils_grip_beam.reference_line(state, deadline=until, floor=best.lower)
+
+    def on_line(score: int, moves: list[dg.Move]) -> None:
+        best.score, best.moves = score, moves
+        report_partial(_lost_unproven(run, best))
+
+    found = devils_grip_beam.reference_line(
+        state, deadline=until, floor=best.lower, on_line=on_line
+    )
     run.stats["beam_s"] = round(time.perf_counter() - t0, 4)
     if found is not None:
         best.score, best.moves = found

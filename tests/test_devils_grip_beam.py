@@ -20,7 +20,13 @@ from verifier import devils_grip_beam as beam
 from verifier import devils_grip_search as search
 from verifier import devils_grip_search_model as sm
 from verifier.replay import replay
-from verifier.results import ProofResult, Question, Status, check_result
+from verifier.results import (
+    ProofResult,
+    Question,
+    Status,
+    check_result,
+    set_partial_sink,
+)
 
 
 def deal(number: int) -> dg.State:
@@ -156,3 +162,50 @@ def test_the_line_benchmark_replays_every_line_and_prints_the_sums(capsys):
     assert "then LNS 1 s" in table[0]
     playouts, beam, lns = (int(c.split()[0]) for c in table[-1].split("|")[2:5])
     assert table[2].startswith("| 3 | ") and lns <= beam <= playouts
+
+
+@pytest.mark.parametrize("number", [1, 3])
+def test_each_better_line_is_handed_on_as_its_run_ends(number):
+    """``on_line`` sees every improvement, best last: the returned line."""
+    state = deal(number)
+    seen: list[beam.BeamLine] = []
+    found = beam.best_lines(
+        state, deadline=None, widths=(1, 2, 4, 8, 16), on_line=seen.append
+    )
+    assert found is not None and seen and seen[-1].score == found.score
+    scores = [line.score for line in seen]
+    assert scores == sorted(set(scores), reverse=True)  # strictly better each time
+    for line in seen:
+        check_line(state, line)
+    streamed: list[tuple[int, list[dg.Move]]] = []
+    score_moves = beam.reference_line(
+        state, deadline=None, on_line=lambda s, m: streamed.append((s, m))
+    )
+    assert score_moves is not None and streamed[-1] == score_moves
+
+
+def test_the_search_beam_makes_each_better_line_the_incumbent_at_once():
+    prover = search.Search(deal(2))
+    prover.playouts(search.PLAYOUTS, seed=1)
+    before = prover.incumbent.score
+    taken: list[int] = []
+    prover.beam(1.0, on_line=lambda: taken.append(prover.incumbent.score))
+    assert taken and taken[0] < before
+    assert taken == sorted(set(taken), reverse=True)
+    assert taken[-1] == prover.incumbent.score
+
+
+def test_the_search_prover_reports_each_beam_line_as_it_comes():
+    """A portfolio member's lines reach the runner, each replayed."""
+    reports: list[ProofResult] = []
+    set_partial_sink(reports.append)
+    try:
+        result = search.prove(deal(2), question=Question.SCORE, time_limit=3)
+    finally:
+        set_partial_sink(None)
+    scores = [r.best_score for r in reports if r.best_score is not None]
+    assert len(set(scores)) >= 2  # the playouts' line, then the beam's better ones
+    assert scores == sorted(scores, reverse=True)
+    assert min(scores) == result.best_score
+    for report in reports:
+        check_result(dg.GAME, deal(2), report)

@@ -48,7 +48,7 @@ ends worse than the line it was given, and neither does `best`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from . import devils_grip as dg
@@ -99,12 +99,17 @@ class BeamLine:
     complete: bool = False
 
 
+#: Called with each better line as soon as a run finds it.
+OnLine = Callable[[BeamLine], None]
+
+
 def best_lines(
     state: dg.State,
     *,
     deadline: float | None,
     widths: Sequence[int] = WIDTHS,
     floor: int = 0,
+    on_line: OnLine | None = None,
 ) -> BeamLine | None:
     """Return the best line the beam finds from ``state`` by ``deadline``.
 
@@ -112,7 +117,8 @@ def best_lines(
     only when not even the first run ends in time.
     """
     model, root = sm.root(state)
-    return Beam(model, root).best(deadline=deadline, widths=widths, floor=floor)
+    beam = Beam(model, root)
+    return beam.best(deadline=deadline, widths=widths, floor=floor, on_line=on_line)
 
 
 def budget(
@@ -131,14 +137,25 @@ def budget(
 
 
 def reference_line(
-    state: dg.State, *, deadline: float | None, floor: int = 0
+    state: dg.State,
+    *,
+    deadline: float | None,
+    floor: int = 0,
+    on_line: Callable[[int, list[dg.Move]], None] | None = None,
 ) -> tuple[int, list[dg.Move]] | None:
     """Return `best_lines`' score and its line in reference moves (or None).
 
     For provers that do not speak the compact model (the SAT prover starts
-    its search for a proven best score from this line).
+    its search for a proven best score from this line). ``on_line`` gets
+    each better line, in reference moves, as soon as a run finds it.
     """
-    found = best_lines(state, deadline=deadline, floor=floor)
+    stream = None
+    if on_line is not None:
+
+        def stream(line: BeamLine) -> None:
+            on_line(line.score, sm.to_reference(state, list(line.moves)))
+
+    found = best_lines(state, deadline=deadline, floor=floor, on_line=stream)
     if found is None:
         return None
     return found.score, sm.to_reference(state, list(found.moves))
@@ -163,12 +180,15 @@ class Beam:
         widths: Sequence[int] = WIDTHS,
         floor: int = 0,
         guide: BeamLine | None = None,
+        on_line: OnLine | None = None,
     ) -> BeamLine | None:
         """Run ``widths`` in turn, each guided by the best line so far.
 
         Stops early at ``deadline``, at a line scoring ``floor`` or less, or
         after a run that dropped nothing; returns the best line (``guide``
-        when no run beat it).
+        when no run beat it). ``on_line`` gets each line better than the
+        one before (the first included) when its run ends, so that a prover
+        running beside the beam can use it before the beam's time is up.
         """
         self.deadline = deadline
         best, runs = guide, []
@@ -181,9 +201,12 @@ class Beam:
                 break
             runs.append(width)
             complete = not self._dropped
-            if best is None or found.score < best.score:
+            better = best is None or found.score < best.score
+            if better:
                 best = found
             best = BeamLine(best.score, best.moves, best.width, tuple(runs), complete)
+            if better and on_line is not None:
+                on_line(best)
             if complete:
                 break
         return best

@@ -35,7 +35,7 @@ from __future__ import annotations
 import random
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -290,11 +290,17 @@ class Search:
             if score < self.incumbent.score:
                 self.incumbent = _Incumbent(score, moves)
 
-    def beam(self, budget: float, floor: int = 0) -> None:
+    def beam(
+        self,
+        budget: float,
+        floor: int = 0,
+        on_line: Callable[[], None] | None = None,
+    ) -> None:
         """Run the beam for ``budget`` seconds (never past the deadline),
         guided by the incumbent; keep its line when it is better.
 
         ``floor`` is a proven lower bound: a line reaching it ends the beam.
+        ``on_line`` is called after each better line becomes the incumbent.
         """
         deadline = time.monotonic() + budget
         if self.deadline is not None:
@@ -303,9 +309,21 @@ class Search:
         if self.incumbent.score < INFINITY:
             guide = BeamLine(self.incumbent.score, tuple(self.incumbent.moves))
         beam = Beam(self.model, self.root)
-        found = beam.best(deadline=deadline, floor=floor, guide=guide)
+        take = self._take_line(on_line)
+        found = beam.best(deadline=deadline, floor=floor, guide=guide, on_line=take)
         if found is not None and found.score < self.incumbent.score:
             self.incumbent = _Incumbent(found.score, list(found.moves))
+
+    def _take_line(self, then: Callable[[], None] | None) -> beam_mod.OnLine:
+        """Return a beam callback that makes a better line the incumbent."""
+
+        def take(line: BeamLine) -> None:
+            if line.score < self.incumbent.score:
+                self.incumbent = _Incumbent(line.score, list(line.moves))
+                if then is not None:
+                    then()
+
+        return take
 
     def _playout(self, rng: random.Random, eagerness: float) -> tuple[int, list]:
         node, moves = self.root, []
@@ -380,7 +398,7 @@ class _Run:
         search.playouts(PLAYOUTS, seed=1)
         if self.question is Question.VERDICT:
             return self._lost()
-        report_partial(self._check(self._lost()))
+        self._report()
         try:
             if not self.beam:
                 return self._best_score()
@@ -443,8 +461,8 @@ class _Run:
 
     def _beam_then_search(self, budget: float) -> ProofResult:
         """Look for a better line with the beam, then resume the search."""
-        self.search.beam(budget, floor=self.lower)
-        report_partial(self._check(self._lost()))
+        self.search.beam(budget, floor=self.lower, on_line=self._report)
+        self._report()
         return self._best_score()
 
     def _best_score(self) -> ProofResult:
@@ -455,10 +473,14 @@ class _Run:
             if exact:
                 return self._lost(search.best_line(v))
             self.lower = v
-            report_partial(self._check(self._lost()))
+            self._report()
         return self._lost()
 
     # -- results -----------------------------------------------------------------
+    def _report(self) -> None:
+        """Offer the current answer (proven verdict, best line, bound) to a runner."""
+        report_partial(self._check(self._lost()))
+
     def _result(self, **fields: Any) -> ProofResult:
         stats = self.search.stats()
         stats["lower_bound"] = self.lower
