@@ -77,8 +77,9 @@ grid view's bound is higher on seven, the links view's on five; deal 12 is
 proven (6 cards) in 1.2 s by the grid view, 7.6 s by the links view; deal 5
 (14) in 6.0 s by the links view, where the grid view reaches 8. So the
 ``sat`` engine alone runs both in one process, each getting the next step
-when it has had less time; ``auto`` runs one view per process (deals 1-20 at
-9 s: bounds summing 183 against 170 for both views in one process).
+when its oracle has met fewer conflicts; ``auto`` runs one view per
+process (deals 1-20 at 9 s: bounds summing 183 against 170 for both views
+in one process).
 
 Time limits: Glucose can be stopped between conflict budgets, so every oracle
 call runs in chunks and raises `OutOfTime` at the deadline. A cut-short call
@@ -100,13 +101,20 @@ from .devils_grip_sat_cnf import Encoding, ScoreBelow
 CORE_SOLVER = "g4"
 #: Conflicts per budgeted oracle call before the clock is read.
 CHUNK = 4_000
-#: Seconds after which core exhaustion gives way (to the other view's search,
-#: or to the view's next core). Deals 1-20 at 9 s, both views, run side by
-#: side: bounds summing 169 and 170 with 0.1 s against 165 with 0.5 s (higher
-#: on four deals, lower on none); without exhaustion, 166 (deal 5: 7 instead
-#: of 12). Uncut, one exhaustion can take all the time: on deal 13 either view
-#: alone finds no bound in 10 s, and cut at 0.1 s the grid view reaches 10.
-SLICE = 0.1
+#: Conflicts after which core exhaustion gives way (to the other view's
+#: search, or to the view's next core), counted from the start of the step
+#: (the main oracle call's conflicts included; an exhaustion call begun
+#: before then runs its chunk). A conflict count, not a clock, so that a run
+#: does the same work whatever the machine's load: with the clock (0.1 s,
+#: which this replaces; Glucose meets 8-13k conflicts a second on deals 1-6)
+#: RC2 on deal 9's grid view reached 9 in 46 s in one run and 148 s in
+#: another. Cutting exhaustion at all is what pays: deals 1-20
+#: at 9 s, both views, run side by side: bounds summing 169 and 170 with
+#: 0.1 s against 165 with 0.5 s (higher on four deals, lower on none);
+#: without exhaustion, 166 (deal 5: 7 instead of 12). Uncut, one exhaustion
+#: can take all the time: on deal 13 either view alone finds no bound in
+#: 10 s, and cut at 0.1 s the grid view reaches 10.
+SLICE = 1_000
 
 
 class OutOfTime(Exception):
@@ -144,9 +152,10 @@ class CoreGuided(RC2):
     ) -> None:
         self.deadline = deadline
         self.on_bound = on_bound
-        #: When core exhaustion inside `steps` must give way (to the other
-        #: view, or to the next core; set by the caller before each step).
-        self.pause_at: float | None = None
+        #: The oracle's conflict count at which core exhaustion inside
+        #: `steps` must give way (to the other view, or to the next core;
+        #: set by the caller before each step).
+        self.pause_after: int | None = None
         self._minimizing = False
         super().__init__(
             wcnf, solver=CORE_SOLVER, adapt=False, exhaust=True, minz=True, trim=5
@@ -159,18 +168,19 @@ class CoreGuided(RC2):
         the literal": its calls pass through unchanged (but still stop at the
         deadline). Inside `steps` the other calls come from core exhaustion,
         which raises a new sum's bound while "sum above the bound" stays
-        UNSAT; past ``pause_at`` such a call answers True ("satisfiable"),
+        UNSAT; past ``pause_after`` conflicts such a call answers True
+        ("satisfiable"),
         which ends the exhaustion early. That is sound: RC2 adds to its cost
         only for bounds refuted, so it keeps the bound proven so far, as if it
         had never tried further, and later cores can still raise it.
         """
         assumptions = list(assumptions)
-        if self._minimizing or (self.deadline is None and self.pause_at is None):
+        if self._minimizing or (self.deadline is None and self.pause_after is None):
             self._check_clock()
             return super()._call_oracle(assumptions=assumptions)
         while True:
             self._check_clock()
-            if self.pause_at is not None and time.monotonic() >= self.pause_at:
+            if self.pause_after is not None and self.conflicts() >= self.pause_after:
                 return True
             status = self._chunk(assumptions)
             if status is not None:
@@ -183,6 +193,10 @@ class CoreGuided(RC2):
         if status is not None:
             self.oracle.conf_budget(-1)
         return status
+
+    def conflicts(self) -> int:
+        """Return the conflicts the oracle has met so far (its work done)."""
+        return self.oracle.accum_stats()["conflicts"]
 
     def _check_clock(self) -> None:
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -290,8 +304,9 @@ def least_score(
 ) -> list[int] | None:
     """Return a model of least score, or None if there is none (below ``below``).
 
-    Both views (`views`) run side by side in one process, the one that has
-    had less time so far taking the next step (a conflict chunk, or a core),
+    Both views (`views`) run side by side in one process, the one whose
+    oracle has met fewer conflicts taking the next step (a conflict chunk,
+    or a core; conflicts, not seconds, so that a run is reproducible),
     so the bound rises at the pace of whichever view's cores come faster:
     on deals 1-15 neither was ahead on all (see above). ``on_bound``
     gets every proven lower bound on the score and the view's name; ``only``
@@ -333,18 +348,17 @@ def least_score(
             solvers.append(CoreGuided(wcnf, deadline=deadline, on_bound=report))
         runs = [rc2.steps() for rc2 in solvers]
         restricted = [r for r, v in zip(solvers, chosen, strict=True) if v.restricted]
-        spent = [0.0] * len(runs)
         while True:
             if restrict is not None and elsewhere is not None:
                 _tighten(restricted, restrict, limit, elsewhere())
-            i = spent.index(min(spent))
-            t0 = time.perf_counter()
-            solvers[i].pause_at = time.monotonic() + SLICE
+            work = [rc2.conflicts() for rc2 in solvers]
+            i = work.index(min(work))
+            solvers[i].pause_after = work[i] + SLICE
             try:
                 try:
                     next(runs[i])
                 except StopIteration as end:
-                    solvers[i].pause_at = None
+                    solvers[i].pause_after = None
                     if not end.value:
                         raise _NoneBelow(chosen[i].name) from None
                     model = solvers[i].compute()
@@ -355,7 +369,6 @@ def least_score(
                 if limit[0] is not None:
                     on_bound(limit[0], reached.view)
                 return None
-            spent[i] += time.perf_counter() - t0
     finally:
         for rc2 in solvers:
             rc2.delete()

@@ -185,6 +185,28 @@ def test_core_guided_optimum_matches_brute_force(chunk):
             assert bounds == sorted(bounds) and all(b <= best for b in bounds)
 
 
+def test_core_exhaustion_gives_way_by_conflicts_not_by_the_clock():
+    """Past ``pause_after`` conflicts an exhaustion call answers "satisfiable"
+    at once (RC2 then keeps the bound it proved); before it, the oracle runs.
+    So a run does the same work whatever the machine's load."""
+    enc = build_encoding(dg.initial_state(dg.numbered_deal(1)), Question.SCORE)
+    links = score_mod.views(enc)[0]
+    rc2 = score_mod.CoreGuided(
+        score_mod.score_wcnf(enc, links), deadline=None, on_bound=lambda c: None
+    )
+    try:
+        everything_linked = [-lit for lit, _ in links.terms]
+        rc2.pause_after = rc2.conflicts() + 1_000_000
+        assert rc2._call_oracle(everything_linked) is False  # no win: a real call
+        worked = rc2.conflicts()
+        assert worked > 0
+        rc2.pause_after = worked
+        assert rc2._call_oracle(everything_linked) is True  # given way: no call
+        assert rc2.conflicts() == worked
+    finally:
+        rc2.delete()
+
+
 def test_past_deadline_stops_without_a_bound():
     state = dg.initial_state(dg.numbered_deal(1))
     enc = build_encoding(state, Question.SCORE)
