@@ -10,6 +10,7 @@ made by playing backwards from won layouts.
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -18,10 +19,12 @@ from dg_brute_force import positions, successors
 
 from patience_encodings import devils_grip_sat
 from verifier import devils_grip as dg
+from verifier import devils_grip_beam as beam
 from verifier import devils_grip_search as search
 from verifier import devils_grip_search_model as sm
 from verifier.devils_grip_construct import construct
 from verifier.formats import start_from_json
+from verifier.gcpause import cycles_uncollected
 from verifier.replay import replay
 from verifier.results import Question, Status
 
@@ -178,3 +181,36 @@ def test_score_question_out_of_time_keeps_the_proven_verdict():
     assert result.status is Status.LOST and result.proven
     assert result.lower_bound >= 1
     assert result.score_proven == (result.lower_bound == result.best_score)
+
+
+def test_the_cycle_collector_is_paused_inside_and_restored_after(monkeypatch):
+    """`verifier.gcpause`: the search and the beam run without the cycle
+    collector (it only slows them), and leave it as they found it, even when
+    the block ends with an exception; blocks nest."""
+    assert gc.isenabled()
+    with cycles_uncollected():
+        with cycles_uncollected():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), cycles_uncollected():
+        raise RuntimeError
+    assert gc.isenabled()
+    seen: list[tuple[str, bool]] = []
+    verdict, run = search.Search.verdict, beam.Beam.run
+
+    def watched_verdict(self):
+        seen.append(("search", gc.isenabled()))
+        return verdict(self)
+
+    def watched_run(self, width, guide=None):
+        seen.append(("beam", gc.isenabled()))
+        return run(self, width, guide)
+
+    monkeypatch.setattr(search.Search, "verdict", watched_verdict)
+    monkeypatch.setattr(beam.Beam, "run", watched_run)
+    state = dg.initial_state(dg.numbered_deal(1))
+    assert search.prove(state, question=Question.VERDICT, time_limit=5).proven
+    assert beam.best_lines(state, deadline=None, widths=(8,)) is not None
+    assert seen == [("search", False), ("beam", False)]
+    assert gc.isenabled()

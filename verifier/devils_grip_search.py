@@ -46,6 +46,7 @@ from . import devils_grip_search_model as sm
 from .cards import card_count
 from .devils_grip_beam import Beam, BeamLine
 from .devils_grip_search_bounds import Bounds
+from .gcpause import cycles_uncollected
 from .results import ProofResult, Question, Status, check_result, report_partial
 
 ENGINE = "search"
@@ -369,7 +370,8 @@ def prove(
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10_000))
     try:
-        return run.answer()
+        with cycles_uncollected():
+            return run.answer()
     finally:
         sys.setrecursionlimit(limit)
 

@@ -1,0 +1,35 @@
+"""Pausing Python's cycle collector while a prover churns through positions.
+
+Why: the search prover and the beam allocate millions of short-lived tuples
+and keep hundreds of thousands alive (transposition table, layers), none of
+them in reference cycles. Each allocation burst makes the cycle collector
+walk the survivors again, for nothing: reference counting frees everything
+these loops drop. Measured on the 2-core machine (paired runs, one after the
+other): the Devil's Grip search prover expands 214k-227k states in 6 s on
+deal 20 with the collector paused, 192k-204k without; the beam runs widths
+8-1024 on deals 1-3 in 14.4, 13.8 and 13.1 s against 15.4, 15.3 and 13.5 s.
+A few per cent, but free.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def cycles_uncollected() -> Iterator[None]:
+    """Disable the cycle collector inside the block, then restore its state.
+
+    Nests: an inner block leaves it as the outer one set it. Memory stays
+    bounded by reference counting; a cycle made inside (a caught exception's
+    traceback) waits for the next collection after the block.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
