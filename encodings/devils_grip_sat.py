@@ -329,7 +329,6 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
             _improve(enc, solver.get_model(), run=run, best=best)
         if best.score is None:
             return _unknown(run, Question.SCORE, None, best.lower, ())
-        report_partial(_lost_unproven(run, best))
         _better_lines(enc, solver, run, best, _lines_deadline(run))
     if not best.settled():
         _raise_lower_bound(enc, run, best)
@@ -360,8 +359,7 @@ def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
         state, deadline=until, floor=best.lower, on_line=on_line
     )
     run.stats["beam_s"] = round(time.perf_counter() - t0, 4)
-    if found is not None:
-        best.score, best.moves = found
+    if found is not None:  # its line is ``best``'s already (``on_line``)
         run.stats["beam_score"] = found[0]
 
 

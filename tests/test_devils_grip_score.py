@@ -211,31 +211,31 @@ def test_core_exhaustion_gives_way_by_conflicts_not_by_the_clock():
 
 def _core_trace(number: int, below: int) -> list[tuple[int, int]]:
     """Return (cost, oracle conflicts) after each core of the restricted grid
-    view of deal ``number`` run to the end."""
+    view of deal ``number`` run to the end (`_Tracing` must be installed)."""
+    _Tracing.trace = []
+    enc = build_encoding(dg.initial_state(dg.numbered_deal(number)), Question.SCORE)
+    model = score_mod.least_score(
+        enc, deadline=None, on_bound=lambda b, v: None, only="grid", below=below
+    )
+    assert model is None  # the line in hand (deal 12: 6 cards) is optimal
+    return _Tracing.trace
+
+
+class _Tracing(score_mod.CoreGuided):
+    """RC2 that records its cost and conflicts after each core."""
+
     trace: list[tuple[int, int]] = []
 
-    class Tracing(score_mod.CoreGuided):
-        def process_core(self) -> None:
-            super().process_core()
-            trace.append((self.cost, self.conflicts()))
-
-    enc = build_encoding(dg.initial_state(dg.numbered_deal(number)), Question.SCORE)
-    original = score_mod.CoreGuided
-    score_mod.CoreGuided = Tracing
-    try:
-        model = score_mod.least_score(
-            enc, deadline=None, on_bound=lambda b, v: None, only="grid", below=below
-        )
-    finally:
-        score_mod.CoreGuided = original
-    assert model is None  # the line in hand (deal 12: 6 cards) is optimal
-    return trace
+    def process_core(self) -> None:
+        super().process_core()
+        self.trace.append((self.cost, self.conflicts()))
 
 
-def test_the_same_cores_after_the_same_conflicts_under_load():
+def test_the_same_cores_after_the_same_conflicts_under_load(monkeypatch):
     """The run does not depend on the machine's load: the second run has two
     busy processes beside it (with the old 0.1 s clock cut, exhaustion would
     stop at other points and the cores would differ)."""
+    monkeypatch.setattr(score_mod, "CoreGuided", _Tracing)
     idle = _core_trace(12, 6)
     busy = [
         subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)

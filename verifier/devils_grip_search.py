@@ -298,7 +298,8 @@ class Search:
         on_line: Callable[[], None] | None = None,
     ) -> None:
         """Run the beam for ``budget`` seconds (never past the deadline),
-        guided by the incumbent; keep its line when it is better.
+        guided by the incumbent; each better line becomes the incumbent as
+        the beam finds it (the beam ends with its best).
 
         ``floor`` is a proven lower bound: a line reaching it ends the beam.
         ``on_line`` is called after each better line becomes the incumbent.
@@ -310,10 +311,12 @@ class Search:
         if self.incumbent.score < INFINITY:
             guide = BeamLine(self.incumbent.score, tuple(self.incumbent.moves))
         beam = Beam(self.model, self.root)
-        take = self._take_line(on_line)
-        found = beam.best(deadline=deadline, floor=floor, guide=guide, on_line=take)
-        if found is not None and found.score < self.incumbent.score:
-            self.incumbent = _Incumbent(found.score, list(found.moves))
+        beam.best(
+            deadline=deadline,
+            floor=floor,
+            guide=guide,
+            on_line=self._take_line(on_line),
+        )
 
     def _take_line(self, then: Callable[[], None] | None) -> beam_mod.OnLine:
         """Return a beam callback that makes a better line the incumbent."""
@@ -464,7 +467,6 @@ class _Run:
     def _beam_then_search(self, budget: float) -> ProofResult:
         """Look for a better line with the beam, then resume the search."""
         self.search.beam(budget, floor=self.lower, on_line=self._report)
-        self._report()
         return self._best_score()
 
     def _best_score(self) -> ProofResult:
