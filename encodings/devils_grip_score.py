@@ -243,10 +243,9 @@ class CoreGuided(RC2):
 
 
 #: The views of the score (`views`) by name, in words for answers.
-VIEW_WORDS = {
-    "links": "unlinked cards",
-    "grid": "short stacks, searching below the line in hand",
-}
+VIEW_WORDS = {"links": "unlinked cards", "grid": "short stacks"}
+#: The views a line in hand restricts (`View.restricted`).
+RESTRICTED = frozenset({"grid"})
 
 
 @dataclass(frozen=True)
@@ -276,8 +275,13 @@ def views(enc: Encoding) -> tuple[View, ...]:
     if not enc.grid_terms:
         enc.encode_grid_view()
     return (
-        View("links", tuple((lit, 1) for lit in enc.unlinked), enc.score_offset, False),
-        View("grid", tuple(enc.grid_terms), enc.grid_offset, True),
+        View(
+            "links",
+            tuple((lit, 1) for lit in enc.unlinked),
+            enc.score_offset,
+            "links" in RESTRICTED,
+        ),
+        View("grid", tuple(enc.grid_terms), enc.grid_offset, "grid" in RESTRICTED),
     )
 
 

@@ -68,14 +68,14 @@ def test_merge_keeps_the_best_line_and_the_highest_bound_of_all_runs():
 def test_merge_takes_a_known_scores_file_with_new_runs():
     """The shipped entries merge with new runs: a higher bound replaces the
     old one, and on ties the file keeps its own labels."""
-    old = SHIPPED[3]
+    old = SHIPPED[25]
     assert not old.settled
     entries = [e.to_json() for e in SHIPPED.values()]
-    runs = [_record(3, "auto", lower=old.upper), _record(12, "auto", lower=6)]
+    runs = [_record(25, "auto", lower=old.upper), _record(12, "auto", lower=6)]
     merged = known_scores.merge([*entries, *runs])
     assert sorted(merged) == sorted(SHIPPED)
-    assert merged[3].settled and merged[3].lower_by.startswith("auto")
-    assert merged[3].upper_by == old.upper_by and merged[3].line == old.line
+    assert merged[25].settled and merged[25].lower_by.startswith("auto")
+    assert merged[25].upper_by == old.upper_by and merged[25].line == old.line
     assert merged[12] == SHIPPED[12]
 
 
