@@ -84,10 +84,6 @@ class Plan:
     view: str | None = None
     beam_share: float = devils_grip_beam.SHARE
     beam_cap: float = devils_grip_beam.MAX_SECONDS
-    #: The share of the limit, and the cap in seconds, of a first quick
-    #: core-guided look with no line in hand (`QUICK`); 0: none.
-    quick_share: float = 0.0
-    quick_cap: float = 0.0
 
 
 BOTH_VIEWS = Plan()
@@ -103,16 +99,8 @@ LINKS_VIEW = Plan(view="links")
 #: time is over before the long beam ends, so it brings none). The beam gets
 #: `devils_grip_beam.LONG_SHARE` of the limit but at most `GRID_BEAM_MAX`
 #: seconds, not the search prover's 25: this member's RC2 needs the time.
-#: Before that beam it takes a quick look (`QUICK`): on easy deals RC2
-#: alone settles the best score in well under a second, where the beam
-#: would hold the proof back for its whole share.
-QUICK = (0.1, 1.0)
 GRID_VIEW = Plan(
-    view="grid",
-    beam_share=devils_grip_beam.LONG_SHARE,
-    beam_cap=GRID_BEAM_MAX,
-    quick_share=QUICK[0],
-    quick_cap=QUICK[1],
+    view="grid", beam_share=devils_grip_beam.LONG_SHARE, beam_cap=GRID_BEAM_MAX
 )
 
 
@@ -305,8 +293,6 @@ class _Best:
     #: The score view whose core-guided search proved ``lower`` (if one did),
     #: or `DESCENT` when the totalizer refuted "one card fewer" outright.
     view: str = ""
-    #: Whether that search had a line in hand (`_quick_look` has none).
-    in_hand: bool = False
 
     def settled(self) -> bool:
         return self.score is not None and self.score <= self.lower
@@ -338,9 +324,6 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
             return _unknown(run, Question.SCORE, None, None, ())
         best = _Best(lower=1)
         run.stats["lines"] = []
-        run.stats["core_bounds"] = []
-        if _quick_look(enc, run, best):
-            return _lost_proven(run, best)
         _beam_line(state, run, best)
         if best.score is None and _solve(solver, [], run):
             _improve(enc, solver.get_model(), run=run, best=best)
@@ -352,29 +335,6 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
     if best.settled():
         return _lost_proven(run, best)
     return _lost_unproven(run, best)
-
-
-def _quick_look(enc: Encoding, run: _Run, best: _Best) -> bool:
-    """Run the plan's core-guided search briefly, with no line in hand.
-
-    Returns whether it settled the best score (its optimal model becomes
-    ``best``'s line). Otherwise the bound it proved stays in ``best`` and the
-    search starts again later, restricted by the beam's line: its cores are
-    lost, at most `Plan.quick_cap` seconds of work. Why: RC2 on the
-    short-stacks view proves the best score of deals 41, 47, 68 and 88 in
-    0.4-0.7 s from scratch, where ``auto`` answered only after the long
-    beam (4-5 s at a 10 s limit).
-    """
-    plan = run.plan
-    if not plan.quick_share or run.deadline is None:
-        return False
-    seconds = min(plan.quick_share * (run.deadline - run.began), plan.quick_cap)
-    t0 = time.perf_counter()
-    try:
-        _raise_lower_bound(enc, run, best, until=time.monotonic() + seconds)
-    finally:
-        run.stats["quick_s"] = round(time.perf_counter() - t0, 4)
-    return best.settled()
 
 
 def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
@@ -455,16 +415,14 @@ def _better_lines(
         run.stats["lns_calls"] = lines.calls
 
 
-def _raise_lower_bound(
-    enc: Encoding, run: _Run, best: _Best, until: float | None = None
-) -> None:
+def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
     """Run the core-guided searches until they meet ``best`` or time runs out.
 
     Both views of the score run (`devils_grip_score.least_score`); each bound
     is recorded with its view and the time.
     """
     t0 = time.perf_counter()
-    deadline = run.deadline if until is None else min(until, run.deadline or until)
+    run.stats["core_bounds"] = []
 
     def on_bound(lower: int, view: str) -> None:
         if best.score is not None and lower > best.score:
@@ -472,7 +430,7 @@ def _raise_lower_bound(
         moment = round(time.monotonic() - run.began, 3)
         run.stats["core_bounds"].append([lower, moment, view])
         if lower > best.lower:
-            best.lower, best.view, best.in_hand = lower, view, best.score is not None
+            best.lower, best.view = lower, view
             report_partial(_lost_unproven(run, best))
         if best.settled():
             raise score_mod.LowerBoundReached
@@ -480,7 +438,7 @@ def _raise_lower_bound(
     try:
         model = score_mod.least_score(
             enc,
-            deadline=deadline,
+            deadline=run.deadline,
             on_bound=on_bound,
             only=run.plan.view,
             below=best.score,
@@ -489,8 +447,7 @@ def _raise_lower_bound(
     except (score_mod.OutOfTime, score_mod.LowerBoundReached):
         model = None
     finally:
-        spent = run.stats.get("core_s", 0.0) + time.perf_counter() - t0
-        run.stats["core_s"] = round(spent, 4)
+        run.stats["core_s"] = round(time.perf_counter() - t0, 4)
     if model is not None:
         moves, final = model_line(enc, model)
         if dg.score(final) != best.lower:
@@ -516,12 +473,6 @@ def _core_guided(best: _Best) -> str:
     """Name the core-guided search that proved ``best.lower``, with its view."""
     words = score_mod.VIEW_WORDS.get(best.view)
     counted = f" counting {words}" if words else ""
-    if words and best.view in score_mod.RESTRICTED:
-        counted += (
-            ", searching below the line in hand"
-            if best.in_hand
-            else ", with no line in hand"
-        )
     return f"core-guided MaxSAT (OLL/RC2{counted})"
 
 

@@ -243,9 +243,10 @@ class CoreGuided(RC2):
 
 
 #: The views of the score (`views`) by name, in words for answers.
-VIEW_WORDS = {"links": "unlinked cards", "grid": "short stacks"}
-#: The views a line in hand restricts (`View.restricted`).
-RESTRICTED = frozenset({"grid"})
+VIEW_WORDS = {
+    "links": "unlinked cards",
+    "grid": "short stacks, searching below the line in hand",
+}
 
 
 @dataclass(frozen=True)
@@ -275,13 +276,8 @@ def views(enc: Encoding) -> tuple[View, ...]:
     if not enc.grid_terms:
         enc.encode_grid_view()
     return (
-        View(
-            "links",
-            tuple((lit, 1) for lit in enc.unlinked),
-            enc.score_offset,
-            "links" in RESTRICTED,
-        ),
-        View("grid", tuple(enc.grid_terms), enc.grid_offset, "grid" in RESTRICTED),
+        View("links", tuple((lit, 1) for lit in enc.unlinked), enc.score_offset, False),
+        View("grid", tuple(enc.grid_terms), enc.grid_offset, True),
     )
 
 

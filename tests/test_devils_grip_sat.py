@@ -221,9 +221,8 @@ def test_each_portfolio_plan_proves_the_exhaustive_best_score(plan):
 
 
 def test_a_single_view_proves_a_whole_deals_best_score():
-    """Deal 12 (best score 6): the short-stacks view alone, after a short beam
-    (no quick look: the search below the beam's line is what is tested)."""
-    plan = replace(sat.GRID_VIEW, beam_share=0.05, beam_cap=0.5, quick_share=0.0)
+    """Deal 12 (best score 6): the short-stacks view alone, after a short beam."""
+    plan = replace(sat.GRID_VIEW, beam_share=0.05, beam_cap=0.5)
     state = dg.initial_state(dg.numbered_deal(12))
     result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
     assert result.score_proven and result.best_score == 6
@@ -231,28 +230,6 @@ def test_a_single_view_proves_a_whole_deals_best_score():
     if "totalizer UNSAT" not in result.method:  # else the descent proved it
         assert "counting short stacks" in result.method
         assert {view for *_, view in result.stats["core_bounds"]} == {"grid"}
-
-
-def test_the_quick_look_settles_an_easy_deal_before_the_beam():
-    """Deal 88: RC2 on the short-stacks view proves its best score from
-    scratch in well under a second, so the member answers with RC2's own
-    optimal line and never starts its beam."""
-    plan = replace(sat.GRID_VIEW, quick_share=0.5, quick_cap=30.0)
-    state = dg.initial_state(dg.numbered_deal(88))
-    result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
-    assert result.score_proven and result.best_score == result.lower_bound == 3
-    assert "quick_s" in result.stats and "beam_s" not in result.stats
-    assert "short stacks, with no line in hand" in result.method
-    check_result(dg.GAME, state, result)
-
-
-def test_without_the_quick_look_the_beam_comes_first():
-    plan = replace(sat.GRID_VIEW, quick_share=0.0)
-    state = dg.initial_state(dg.numbered_deal(88))
-    result = sat.prove(state, question=Question.SCORE, time_limit=4, plan=plan)
-    assert "quick_s" not in result.stats and "beam_s" in result.stats
-    assert result.best_score is not None and result.lower_bound <= result.best_score
-    check_result(dg.GAME, state, result)
 
 
 def _score(state: dg.State, dominance: bool):
