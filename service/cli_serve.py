@@ -108,6 +108,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     embedded = None if os.environ.get("REDIS_URL") else EmbeddedRedis()
     worker = server = None
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    # A shell without job control starts background commands with SIGINT
+    # ignored, and Python then leaves it ignored; Ctrl-C must still stop us.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         env = {"REDIS_URL": embedded.start()} if embedded else {}
         os.environ.update(env)

@@ -37,7 +37,14 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _as_a_background_job() -> None:
+    """Start the child as a shell without job control starts ``cmd &``:
+    with SIGINT ignored (Python then keeps it ignored unless told)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_serve_starts_everything_and_ctrl_c_stops_everything(tmp_path):
+    """Also when started in the background: Ctrl-C must still stop it."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
     out = open(tmp_path / "serve.out", "w+")  # noqa: SIM115
@@ -48,6 +55,7 @@ def test_serve_starts_everything_and_ctrl_c_stops_everything(tmp_path):
         stdout=out,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=_as_a_background_job,
     )
     try:
         deadline = time.monotonic() + 60
