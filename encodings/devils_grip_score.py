@@ -172,10 +172,10 @@ class CoreGuided(RC2):
         deadline). Inside `steps` the other calls come from core exhaustion,
         which raises a new sum's bound while "sum above the bound" stays
         UNSAT; past ``pause_after`` conflicts such a call answers True
-        ("satisfiable"),
-        which ends the exhaustion early. That is sound: RC2 adds to its cost
-        only for bounds refuted, so it keeps the bound proven so far, as if it
-        had never tried further, and later cores can still raise it.
+        ("satisfiable"), which ends the exhaustion early. That is sound: RC2
+        adds to its cost only for bounds refuted, so it keeps the bound proven
+        so far, as if it had never tried further, and later cores can still
+        raise it.
         """
         assumptions = list(assumptions)
         if self._minimizing or (self.deadline is None and self.pause_after is None):
