@@ -93,24 +93,25 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run Redis (if needed), a worker and the API until Ctrl-C or SIGTERM."""
+    from service.stack import stopped_by_signals
+
+    if args.concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    with stopped_by_signals():
+        _serve(args)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> None:
+    """Start the parts, supervise the worker, stop everything on an interrupt."""
     from service.app import create_app
     from service.embedded import EmbeddedRedis
     from service.stack import ServerThread, WorkerProcess
 
-    if args.concurrency < 1:
-        raise InputError("--concurrency must be at least 1")
     embedded = None if os.environ.get("REDIS_URL") else EmbeddedRedis()
     worker = server = None
-    signal.signal(signal.SIGTERM, _raise_interrupt)
-    # A shell without job control starts background commands with SIGINT
-    # ignored, and Python then leaves it ignored; Ctrl-C must still stop us.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         env = {"REDIS_URL": embedded.start()} if embedded else {}
         os.environ.update(env)
@@ -129,7 +130,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _supervise(worker)
     except KeyboardInterrupt:
         print("\nshutting down ...", file=sys.stderr)
-    finally:
+    finally:  # a second Ctrl-C must not cut the shutdown short
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if server:
@@ -138,7 +139,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             worker.stop()
         if embedded:
             embedded.close()
-    return 0
 
 
 def _announce(url: str, redis_url: str, embedded: bool) -> None:

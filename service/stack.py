@@ -8,6 +8,7 @@ separate process in its own session (process group), so it can be stopped
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
 from celery import Celery
@@ -25,6 +26,25 @@ from worker.celery_app import QUEUES
 
 #: Seconds a worker gets for a warm shutdown before it is killed.
 WORKER_STOP_TIMEOUT = 10.0
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """Raise KeyboardInterrupt on SIGTERM and SIGINT inside the block.
+
+    SIGTERM (a service manager's stop, ``kill``) must shut down as cleanly
+    as Ctrl-C. SIGINT is set too because a shell without job control starts
+    a background command with SIGINT ignored, and Python then leaves it
+    ignored: Ctrl-C (or ``kill -INT``) would not stop it. The handlers
+    before the block come back after it.
+    """
+    stops = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in stops}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class WorkerProcess:

@@ -34,7 +34,6 @@ import argparse
 import contextlib
 import math
 import os
-import signal
 import statistics
 import sys
 import tempfile
@@ -55,6 +54,7 @@ from worker.settings import Settings
 
 from . import broker
 from .broker import Service
+from .stack import stopped_by_signals
 from .study_plan import (
     LOAD_SAMPLE,
     Plan,
@@ -548,10 +548,6 @@ def run_study(
 
 
 # -- the command ----------------------------------------------------------------
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def main(args: argparse.Namespace) -> int:
     """Run ``patience study``: prove what is missing, then write the report."""
     plan = make_plan(
@@ -560,12 +556,12 @@ def main(args: argparse.Namespace) -> int:
     files = StudyFiles(Path(args.out), plan.stem)
     if not args.report_only:
         workers = None if os.environ.get("REDIS_URL") else args.workers
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
-            with tempfile.TemporaryFile() as log, connect(args.workers, log) as conn:
-                tally = run_study(
-                    plan, files, conn, workers=workers, show_progress=True
-                )
+            with stopped_by_signals(), tempfile.TemporaryFile() as log:
+                with connect(args.workers, log) as conn:
+                    tally = run_study(
+                        plan, files, conn, workers=workers, show_progress=True
+                    )
         except KeyboardInterrupt:
             print(
                 f"\ninterrupted: results so far are in {files.results}; "
@@ -573,8 +569,6 @@ def main(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             raise
-        finally:
-            signal.signal(signal.SIGTERM, previous)
         print(
             f"this run: {len(tally.submitted)} deals submitted, "
             f"{len(tally.reattached)} reattached, {len(tally.stored)} stored",

@@ -99,3 +99,25 @@ def test_worker_options_are_checked(monkeypatch, capsys, argv, fragment):
     monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
     assert main(argv) == 2
     assert fragment in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_serve_and_study_are_stopped_by_either_signal_even_if_ignored(signum):
+    """`stopped_by_signals` (``serve``, ``study``) turns both into an interrupt.
+
+    SIGINT starts ignored here, as in a background job; the handlers from
+    before come back afterwards.
+    """
+    from service.stack import stopped_by_signals
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(KeyboardInterrupt), stopped_by_signals():
+            os.kill(os.getpid(), signum)
+            time.sleep(5)  # the handler interrupts this at once
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is before[signal.SIGTERM]
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
