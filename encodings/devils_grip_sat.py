@@ -19,7 +19,8 @@ python-sat:
   then core-guided MaxSAT (`devils_grip_score`) raises a proven lower bound
   until it meets the line, counting the score two ways side by side: cards
   left unlinked, and cards missing from the grid's stacks. A `Plan` can run
-  one of the two instead, after a longer beam: ``auto`` runs one per process.
+  one of the two instead, after a longer beam, or at once with no line in
+  hand (`QUICK_LOOK`): ``auto`` runs one per process.
 
 Every line is replayed with `verifier.results.check_result` before it is
 returned. ``time_limit`` is honoured between solver calls and by conflict
@@ -84,6 +85,10 @@ class Plan:
     view: str | None = None
     beam_share: float = devils_grip_beam.SHARE
     beam_cap: float = devils_grip_beam.MAX_SECONDS
+    #: Whether to find a line (beam, neighbourhood search) before the
+    #: core-guided search. Without one the search runs unrestricted and
+    #: brings a line only with its optimal model.
+    line_first: bool = True
 
 
 BOTH_VIEWS = Plan()
@@ -102,6 +107,14 @@ LINKS_VIEW = Plan(view="links")
 GRID_VIEW = Plan(
     view="grid", beam_share=devils_grip_beam.LONG_SHARE, beam_cap=GRID_BEAM_MAX
 )
+#: A quick look at the short-stacks view: RC2 at once, with no line in hand.
+#: ``auto`` runs it with a short limit on early positions
+#: (`patience_encodings.engines`): on easy deals it proves the best score
+#: while the other members' beams still run (alone, deals 41-100 at 1.5 s:
+#: deals 41, 68 and 88 in 0.9 s). Even a brief beam first costs it these:
+#: the beam needs about 0.5 s for its first line, and without it the
+#: solver's first model can take a second.
+QUICK_LOOK = Plan(view="grid", line_first=False)
 
 
 @dataclass
@@ -293,6 +306,8 @@ class _Best:
     #: The score view whose core-guided search proved ``lower`` (if one did),
     #: or `DESCENT` when the totalizer refuted "one card fewer" outright.
     view: str = ""
+    #: Whether that search had a line in hand (`QUICK_LOOK`'s has none).
+    in_hand: bool = False
 
     def settled(self) -> bool:
         return self.score is not None and self.score <= self.lower
@@ -324,6 +339,8 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
             return _unknown(run, Question.SCORE, None, None, ())
         best = _Best(lower=1)
         run.stats["lines"] = []
+        if not run.plan.line_first:
+            return _without_line(enc, run, best)
         _beam_line(state, run, best)
         if best.score is None and _solve(solver, [], run):
             _improve(enc, solver.get_model(), run=run, best=best)
@@ -332,6 +349,18 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
         _better_lines(enc, solver, run, best, _lines_deadline(run))
     if not best.settled():
         _raise_lower_bound(enc, run, best)
+    if best.settled():
+        return _lost_proven(run, best)
+    return _lost_unproven(run, best)
+
+
+def _without_line(enc: Encoding, run: _Run, best: _Best) -> ProofResult:
+    """Run the core-guided search unrestricted; its optimal model is the line.
+
+    Sound without a line in hand: every bound it reports is proven, and it
+    ends settled only with a model of the least score, replayed.
+    """
+    _raise_lower_bound(enc, run, best)
     if best.settled():
         return _lost_proven(run, best)
     return _lost_unproven(run, best)
@@ -430,7 +459,7 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
         moment = round(time.monotonic() - run.began, 3)
         run.stats["core_bounds"].append([lower, moment, view])
         if lower > best.lower:
-            best.lower, best.view = lower, view
+            best.lower, best.view, best.in_hand = lower, view, best.score is not None
             report_partial(_lost_unproven(run, best))
         if best.settled():
             raise score_mod.LowerBoundReached
@@ -473,6 +502,12 @@ def _core_guided(best: _Best) -> str:
     """Name the core-guided search that proved ``best.lower``, with its view."""
     words = score_mod.VIEW_WORDS.get(best.view)
     counted = f" counting {words}" if words else ""
+    if words and best.view in score_mod.RESTRICTED:
+        counted += (
+            ", searching below the line in hand"
+            if best.in_hand
+            else ", with no line in hand"
+        )
     return f"core-guided MaxSAT (OLL/RC2{counted})"
 
 

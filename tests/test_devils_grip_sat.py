@@ -210,7 +210,7 @@ def test_best_score_and_verdict_agree_with_exhaustive_search(chunk):
         assert (verdict.status is Status.WON) == (expected == 0)
 
 
-@pytest.mark.parametrize("plan", [sat.LINKS_VIEW, sat.GRID_VIEW])
+@pytest.mark.parametrize("plan", [sat.LINKS_VIEW, sat.GRID_VIEW, sat.QUICK_LOOK])
 def test_each_portfolio_plan_proves_the_exhaustive_best_score(plan):
     """``auto`` runs one view of the score per process: each must be exact."""
     for state in [*late_positions(4, seed=700), *jammed_positions(3, seed=7)]:
@@ -230,6 +230,31 @@ def test_a_single_view_proves_a_whole_deals_best_score():
     if "totalizer UNSAT" not in result.method:  # else the descent proved it
         assert "counting short stacks" in result.method
         assert {view for *_, view in result.stats["core_bounds"]} == {"grid"}
+
+
+def test_the_quick_look_proves_an_easy_deal_with_no_line_in_hand():
+    """Deal 12 (best score 6): RC2 at once, its optimal model the line."""
+    state = dg.initial_state(dg.numbered_deal(12))
+    result = sat.prove(
+        state, question=Question.SCORE, time_limit=60, plan=sat.QUICK_LOOK
+    )
+    assert result.score_proven and result.best_score == 6
+    check_result(dg.GAME, state, result)
+    assert "counting short stacks, with no line in hand" in result.method
+    assert "beam_s" not in result.stats and "lns_s" not in result.stats
+    bounds = [bound for bound, *_ in result.stats["core_bounds"]]
+    assert bounds == sorted(bounds) and bounds[-1] == 6
+
+
+def test_a_bound_without_its_line_is_reported_unproven():
+    """Stopped early, the quick look keeps its proven bound and has no line."""
+    state = dg.initial_state(dg.numbered_deal(1))  # best score 10
+    result = sat.prove(
+        state, question=Question.SCORE, time_limit=1.5, plan=sat.QUICK_LOOK
+    )
+    assert result.status is Status.LOST and result.proven
+    assert not result.score_proven and result.best_score is None
+    assert not result.line and 1 <= result.lower_bound <= 10
 
 
 def _score(state: dg.State, dominance: bool):

@@ -60,14 +60,15 @@ def test_auto_has_a_portfolio_for_every_game_and_question():
             assert engines.PORTFOLIO[game][question], (game, question)
 
 
-def test_the_search_member_leaves_early_on_a_whole_deal():
-    """On a whole deal the search member ends after its share, freeing a core."""
+def test_the_third_member_leaves_early_on_a_whole_deal():
+    """On a whole deal the quick look ends after its share, freeing a core."""
     state = start_from_number(GAME, 1).state  # its best score takes minutes
-    share, cap = engines.SEARCH_SHARE
+    share, cap = engines.QUICK_SHARE
     began = time.monotonic()
-    result = engines._devils_grip_search(state, question=SCORE, time_limit=60)
+    result = engines._devils_grip_quick_or_search(state, question=SCORE, time_limit=60)
     assert time.monotonic() - began < min(share * 60, cap) + 2
-    assert not result.score_proven and result.status is not Status.WON
+    assert not result.score_proven and result.status is Status.LOST
+    assert result.engine == "sat" and result.lower_bound >= 1
 
 
 def test_auto_proves_a_late_best_score_quickly():
