@@ -382,7 +382,7 @@ def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
 
     def on_line(score: int, moves: list[dg.Move]) -> None:
         best.score, best.moves = score, moves
-        report_partial(_lost_unproven(run, best))
+        report_partial(_lost_unproven(run, best, final=False))
 
     found = devils_grip_beam.reference_line(
         state, deadline=until, floor=best.lower, on_line=on_line
@@ -405,7 +405,7 @@ def _improve(
     score = dg.score(final)
     best.score, best.moves = score, moves
     run.stats["lines"].append([score, round(time.monotonic() - run.began, 3)])
-    report_partial(_lost_unproven(run, best))
+    report_partial(_lost_unproven(run, best, final=False))
     return score, moves
 
 
@@ -460,7 +460,7 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
         run.stats["core_bounds"].append([lower, moment, view])
         if lower > best.lower:
             best.lower, best.view, best.in_hand = lower, view, best.score is not None
-            report_partial(_lost_unproven(run, best))
+            report_partial(_lost_unproven(run, best, final=False))
         if best.settled():
             raise score_mod.LowerBoundReached
 
@@ -511,9 +511,15 @@ def _core_guided(best: _Best) -> str:
     return f"core-guided MaxSAT (OLL/RC2{counted})"
 
 
-def _lost_unproven(run: _Run, best: _Best) -> ProofResult:
-    """The verdict is proven (no win), the best score is not (time ran out)."""
-    method = "UNSAT with the win literals: no win; best score not proven in time"
+def _lost_unproven(run: _Run, best: _Best, *, final: bool = True) -> ProofResult:
+    """The verdict is proven (no win), the best score is not (time ran out).
+
+    A partial answer (``final=False``) says "not proven yet": another member
+    may join it to a proof (`engines.combine_bounds`), and its words are
+    then quoted in that proof.
+    """
+    when = "in time" if final else "yet"
+    method = f"UNSAT with the win literals: no win; best score not proven {when}"
     if best.lower > 1:
         method += f"; {_core_guided(best)} proves at least {card_count(best.lower)}"
     return _lost(run, best, False, method)

@@ -32,7 +32,7 @@ from verifier import devils_grip as dg
 from verifier.devils_grip_construct import construct
 from verifier.formats import start_from_deal
 from verifier.replay import replay
-from verifier.results import Question, Status, check_result
+from verifier.results import Question, Status, check_result, set_partial_sink
 
 
 # -- references ----------------------------------------------------------------------
@@ -244,6 +244,23 @@ def test_the_quick_look_proves_an_easy_deal_with_no_line_in_hand():
     assert "beam_s" not in result.stats and "lns_s" not in result.stats
     bounds = [bound for bound, *_ in result.stats["core_bounds"]]
     assert bounds == sorted(bounds) and bounds[-1] == 6
+
+
+def test_partial_answers_say_not_yet_and_the_final_one_says_in_time():
+    """A partial answer may be quoted in a joint proof: it must not say the
+    time ran out while the prover is still running."""
+    state = dg.initial_state(dg.numbered_deal(12))
+    partials = []
+    set_partial_sink(partials.append)
+    try:
+        result = sat.prove(state, question=Question.SCORE, time_limit=60)
+    finally:
+        set_partial_sink(None)
+    assert result.score_proven
+    unproven = [p for p in partials if not p.score_proven]
+    assert unproven and all("not proven yet" in p.method for p in unproven)
+    stopped = sat.prove(state, question=Question.SCORE, time_limit=1.5)
+    assert "not proven in time" in stopped.method
 
 
 def test_a_bound_without_its_line_is_reported_unproven():
