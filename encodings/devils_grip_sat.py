@@ -306,8 +306,6 @@ class _Best:
     #: The score view whose core-guided search proved ``lower`` (if one did),
     #: or `DESCENT` when the totalizer refuted "one card fewer" outright.
     view: str = ""
-    #: Whether that search had a line in hand (`QUICK_LOOK`'s has none).
-    in_hand: bool = False
 
     def settled(self) -> bool:
         return self.score is not None and self.score <= self.lower
@@ -327,7 +325,10 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
     The neighbourhood search (`devils_grip_lns`) gets a share of the time
     (`LINES_SHARE`, at most `LINES_MAX` seconds); the core-guided search
     (`devils_grip_score`) then raises a proven lower bound until it meets
-    the best line's score or returns an optimal model itself.
+    the best line's score or returns an optimal model itself. A plan without
+    a line first (`QUICK_LOOK`) goes straight to the core-guided search,
+    unrestricted: every bound it reports is proven all the same, and it
+    ends settled only with a model of the least score, replayed.
     """
     enc = _encode(state, Question.SCORE, run)
     with _solver(enc, run) as solver:
@@ -339,28 +340,15 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
             return _unknown(run, Question.SCORE, None, None, ())
         best = _Best(lower=1)
         run.stats["lines"] = []
-        if not run.plan.line_first:
-            return _without_line(enc, run, best)
-        _beam_line(state, run, best)
-        if best.score is None and _solve(solver, [], run):
-            _improve(enc, solver.get_model(), run=run, best=best)
-        if best.score is None:
-            return _unknown(run, Question.SCORE, None, best.lower, ())
-        _better_lines(enc, solver, run, best, _lines_deadline(run))
+        if run.plan.line_first:
+            _beam_line(state, run, best)
+            if best.score is None and _solve(solver, [], run):
+                _improve(enc, solver.get_model(), run=run, best=best)
+            if best.score is None:
+                return _unknown(run, Question.SCORE, None, best.lower, ())
+            _better_lines(enc, solver, run, best, _lines_deadline(run))
     if not best.settled():
         _raise_lower_bound(enc, run, best)
-    if best.settled():
-        return _lost_proven(run, best)
-    return _lost_unproven(run, best)
-
-
-def _without_line(enc: Encoding, run: _Run, best: _Best) -> ProofResult:
-    """Run the core-guided search unrestricted; its optimal model is the line.
-
-    Sound without a line in hand: every bound it reports is proven, and it
-    ends settled only with a model of the least score, replayed.
-    """
-    _raise_lower_bound(enc, run, best)
     if best.settled():
         return _lost_proven(run, best)
     return _lost_unproven(run, best)
@@ -459,7 +447,7 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
         moment = round(time.monotonic() - run.began, 3)
         run.stats["core_bounds"].append([lower, moment, view])
         if lower > best.lower:
-            best.lower, best.view, best.in_hand = lower, view, best.score is not None
+            best.lower, best.view = lower, view
             report_partial(_lost_unproven(run, best, final=False))
         if best.settled():
             raise score_mod.LowerBoundReached
@@ -489,7 +477,8 @@ def _lost_proven(run: _Run, best: _Best) -> ProofResult:
     if best.view == DESCENT:
         proof = f"totalizer UNSAT at {best.score - 1}"
     else:
-        proof = f"{_core_guided(best)} lower bound {best.lower} meets the line's score"
+        search = _core_guided(run, best)
+        proof = f"{search} lower bound {best.lower} meets the line's score"
     method = (
         f"UNSAT with the win literals (no win); SAT at {best.score} (line "
         f"attached), {proof}: no line leaves fewer than {best.score} cards "
@@ -498,14 +487,18 @@ def _lost_proven(run: _Run, best: _Best) -> ProofResult:
     return _lost(run, best, True, method)
 
 
-def _core_guided(best: _Best) -> str:
-    """Name the core-guided search that proved ``best.lower``, with its view."""
+def _core_guided(run: _Run, best: _Best) -> str:
+    """Name the core-guided search that proved ``best.lower``, with its view.
+
+    A restricted view searched below the line in hand exactly when the plan
+    finds a line first: otherwise `_prove_score` returns before the search.
+    """
     words = score_mod.VIEW_WORDS.get(best.view)
     counted = f" counting {words}" if words else ""
     if words and best.view in score_mod.RESTRICTED:
         counted += (
             ", searching below the line in hand"
-            if best.in_hand
+            if run.plan.line_first
             else ", with no line in hand"
         )
     return f"core-guided MaxSAT (OLL/RC2{counted})"
@@ -521,7 +514,8 @@ def _lost_unproven(run: _Run, best: _Best, *, final: bool = True) -> ProofResult
     when = "in time" if final else "yet"
     method = f"UNSAT with the win literals: no win; best score not proven {when}"
     if best.lower > 1:
-        method += f"; {_core_guided(best)} proves at least {card_count(best.lower)}"
+        search = _core_guided(run, best)
+        method += f"; {search} proves at least {card_count(best.lower)}"
     return _lost(run, best, False, method)
 
 
