@@ -19,8 +19,8 @@ python-sat:
   then core-guided MaxSAT (`devils_grip_score`) raises a proven lower bound
   until it meets the line, counting the score two ways side by side: cards
   left unlinked, and cards missing from the grid's stacks. A `Plan` can run
-  one of the two instead, after a longer beam, or at once with no line in
-  hand (`QUICK_LOOK`): ``auto`` runs one per process.
+  one of the two instead, after a longer beam, or at once with no line of
+  its own (`AT_ONCE`): ``auto`` runs one per process.
 
 Every line is replayed with `verifier.results.check_result` before it is
 returned. ``time_limit`` is honoured between solver calls and by conflict
@@ -75,9 +75,9 @@ class Plan:
     """How a best-score run spends its time: the beam's share, the views.
 
     The default (`BOTH_VIEWS`, the ``sat`` engine alone) runs both views of
-    the score in one process after a short beam. ``auto`` runs one view per
-    process instead (`LINKS_VIEW`, `GRID_VIEW`; see
-    `patience_encodings.engines`).
+    the score in one process after a short beam. ``auto`` runs the
+    short-stacks view in two processes instead, one after a long beam
+    (`GRID_VIEW`), one at once (`AT_ONCE`; see `patience_encodings.engines`).
     """
 
     #: The one score view the core-guided search runs
@@ -97,24 +97,22 @@ BOTH_VIEWS = Plan()
 #: and 20 besides; 12 in 11.5 s instead of 17 s), 10 with 5 s (deal 4 lost its
 #: line); lines summing 241, 240 and 244.
 GRID_BEAM_MAX = 10.0
-#: Unlinked cards, after the short beam and the neighbourhood search.
-LINKS_VIEW = Plan(view="links")
-#: Short stacks, after a long beam: this member brings the better line
-#: while the other's bound climbs (the neighbourhood search's share of the
-#: time is over before the long beam ends, so it brings none). The beam gets
-#: `devils_grip_beam.LONG_SHARE` of the limit but at most `GRID_BEAM_MAX`
-#: seconds, not the search prover's 25: this member's RC2 needs the time.
+#: Short stacks, after a long beam: this member brings the line. The beam
+#: gets `devils_grip_beam.LONG_SHARE` of the limit but at most
+#: `GRID_BEAM_MAX` seconds, not the search prover's 25: this member's RC2
+#: needs the time (the neighbourhood search's share is over before the long
+#: beam ends).
 GRID_VIEW = Plan(
     view="grid", beam_share=devils_grip_beam.LONG_SHARE, beam_cap=GRID_BEAM_MAX
 )
-#: A quick look at the short-stacks view: RC2 at once, with no line in hand.
-#: ``auto`` runs it with a short limit on early positions
-#: (`patience_encodings.engines`): on easy deals it proves the best score
-#: while the other members' beams still run (alone, deals 41-100 at 1.5 s:
-#: deals 41, 68 and 88 in 0.9 s). Even a brief beam first costs it these:
-#: the beam needs about 0.5 s for its first line, and without it the
-#: solver's first model can take a second.
-QUICK_LOOK = Plan(view="grid", line_first=False)
+#: Short stacks at once: RC2 from the start, with no line of its own. In
+#: ``auto`` (`patience_encodings.engines`) the lines the `GRID_VIEW` member
+#: reports restrict it as they come (`devils_grip_score.least_score`'s
+#: ``elsewhere``), and on easy deals it proves the best score while that
+#: member's beam still runs (deals 41, 68 and 88 in under a second). Even
+#: a brief beam first costs it these: the beam needs about 0.5 s for its
+#: first line, and without it the solver's first model can take a second.
+AT_ONCE = Plan(view="grid", line_first=False)
 
 
 @dataclass
@@ -326,9 +324,11 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
     (`LINES_SHARE`, at most `LINES_MAX` seconds); the core-guided search
     (`devils_grip_score`) then raises a proven lower bound until it meets
     the best line's score or returns an optimal model itself. A plan without
-    a line first (`QUICK_LOOK`) goes straight to the core-guided search,
-    unrestricted: every bound it reports is proven all the same, and it
-    ends settled only with a model of the least score, replayed.
+    a line first (`AT_ONCE`) goes straight to the core-guided search,
+    restricted only by lines found elsewhere: every bound it reports is
+    proven all the same, and it ends settled only with a model of the
+    least score, replayed (a bound that meets another member's line
+    settles the score in the portfolio: `engines.combine_bounds`).
     """
     enc = _encode(state, Question.SCORE, run)
     with _solver(enc, run) as solver:
@@ -452,6 +452,12 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
         if best.settled():
             raise score_mod.LowerBoundReached
 
+    def elsewhere() -> int | None:
+        score = line_elsewhere()
+        if score is not None and best.score is None:
+            run.stats.setdefault("first_line_elsewhere", [score, run.elapsed()])
+        return score
+
     try:
         model = score_mod.least_score(
             enc,
@@ -459,7 +465,7 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
             on_bound=on_bound,
             only=run.plan.view,
             below=best.score,
-            elsewhere=line_elsewhere,
+            elsewhere=elsewhere,
         )
     except (score_mod.OutOfTime, score_mod.LowerBoundReached):
         model = None
@@ -491,16 +497,19 @@ def _core_guided(run: _Run, best: _Best) -> str:
     """Name the core-guided search that proved ``best.lower``, with its view.
 
     A restricted view searched below the line in hand exactly when the plan
-    finds a line first: otherwise `_prove_score` returns before the search.
+    finds a line first (without one `_prove_score` returns before the
+    search); a plan without a line first searched below the lines other
+    members found once the first came (``first_line_elsewhere``).
     """
     words = score_mod.VIEW_WORDS.get(best.view)
     counted = f" counting {words}" if words else ""
     if words and best.view in score_mod.RESTRICTED:
-        counted += (
-            ", searching below the line in hand"
-            if run.plan.line_first
-            else ", with no line in hand"
-        )
+        if run.plan.line_first:
+            counted += ", searching below the line in hand"
+        elif "first_line_elsewhere" in run.stats:
+            counted += ", searching below the lines found elsewhere"
+        else:
+            counted += ", with no line in hand"
     return f"core-guided MaxSAT (OLL/RC2{counted})"
 
 

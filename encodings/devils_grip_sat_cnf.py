@@ -875,6 +875,15 @@ class Encoding:
             below.clauses.append(unit)
         return below
 
+    def score_ceiling(self) -> int:
+        """Return a limit no line reaches: every piece left unlinked, plus one.
+
+        `score_below` of it restricts nothing yet (its counter spans every
+        piece; about 3k clauses on a whole deal), and any line's score lowers
+        it by one unit clause (`ScoreBelow.unit`).
+        """
+        return self.score_offset + len(self.unlinked) + 1
+
     def _totalizer(self, ubound: int) -> ITotalizer:
         """Return a totalizer over the unlinked pieces, its ids taken from the pool."""
         ubound = max(1, min(ubound, len(self.unlinked)))

@@ -293,7 +293,7 @@ def score_wcnf(
 
     ``restrict`` are further hard clauses (`Encoding.score_below`). The hard
     clauses are handed over as one list, not appended one by one: that took
-    0.12 s of a quick look's first second (`devils_grip_sat.QUICK_LOOK`).
+    0.12 s of an easy deal's first second (`devils_grip_sat.AT_ONCE`).
     """
     wcnf = WCNF()
     wcnf.hard = [*enc.clauses, *map(list, restrict)]
@@ -330,7 +330,9 @@ def least_score(
     returned only when its score is below ``below``. ``elsewhere`` is asked
     between steps for a better line's score (a fellow prover's:
     `verifier.results.line_elsewhere`); one lowers ``below`` by a unit
-    clause on the same counter.
+    clause on the same counter. With ``elsewhere`` but no ``below`` the
+    counter spans every piece (`Encoding.score_ceiling`), so the first line
+    found elsewhere restricts a search begun without one.
 
     Raises `OutOfTime` at the deadline and passes on `LowerBoundReached`
     from ``on_bound``; either way the last bound given to ``on_bound`` is
@@ -340,8 +342,11 @@ def least_score(
     if not chosen:
         raise ValueError(f"no view of the score is called {only!r}")
     restrict = None
-    if below is not None and any(view.restricted for view in chosen):
-        restrict = enc.score_below(below)
+    if any(view.restricted for view in chosen):
+        if below is not None:
+            restrict = enc.score_below(below)
+        elif elsewhere is not None:
+            restrict = enc.score_below(enc.score_ceiling())
     limit = [below]  # the restriction in force (lowered by `elsewhere`)
     solvers = []
     try:
@@ -395,7 +400,7 @@ def _tighten(
     A hard clause added to RC2 only removes models, so every core found so
     far stays a core and its cost stays a lower bound of the smaller formula.
     """
-    if score is None or limit[0] is None or score >= limit[0]:
+    if score is None or (limit[0] is not None and score >= limit[0]):
         return
     unit = restrict.unit(score)
     if unit is not None:

@@ -70,33 +70,24 @@ def _devils_grip_sat(plan: devils_grip_sat.Plan) -> Prover:
     return partial(devils_grip_sat.prove, plan=plan)
 
 
-#: The quick look's share of a best-score portfolio's limit on early Devil's
-#: Grip positions (more than `EARLY_STOCK` stock cards), and its cap in
-#: seconds. Deals 41-100 at 10 s: with a quarter, deals 41, 47, 68 and 88
-#: proven in 1.0-1.6 s; with 15 % (the search member's share before) only
-#: 68 and 88, 41 and 47 waiting 4-5 s for the other members; 15 and 14
-#: proven in all. Later the search prover keeps the whole limit in its
-#: place: there it is the fast prover (the old figures: median 1 s to a
-#: proven best score at 48 stock cards left, 3.6 s at 60, 23 s at 66).
-QUICK_SHARE = (0.25, 5.0)
 EARLY_STOCK = 60
 
 
-def _devils_grip_quick_or_search(
+def _devils_grip_cores_or_search(
     state: Any, *, question: Question, time_limit: float | None
 ) -> ProofResult:
-    """A quick SAT look on early positions, else the search without its beam.
+    """Core-guided bounds at once on early positions, else the search.
 
-    On a whole deal the search prover rarely proves a best score: in the
-    same share of the limit (`QUICK_SHARE`) a short core-guided look
-    (`devils_grip_sat.QUICK_LOOK`) settles the easy deals before the other
-    members' beams end, and then leaves its core to them. Later in the
-    game the search settles most positions first.
+    On a whole deal the search prover rarely proves a best score, so for
+    the best score of an early position (more than `EARLY_STOCK` stock
+    cards) this member runs RC2 on the short-stacks view from the start
+    (`devils_grip_sat.AT_ONCE`), restricted by the lines the other member
+    reports as its beam finds them. Later in the game the search settles
+    most positions first (median 1 s to a proven best score at 48 stock
+    cards left, 3.6 s at 60, 23 s at 66).
     """
     if len(state.stock) > EARLY_STOCK and question is Question.SCORE:
-        share, cap = QUICK_SHARE
-        time_limit = cap if time_limit is None else min(share * time_limit, cap)
-        plan = devils_grip_sat.QUICK_LOOK
+        plan = devils_grip_sat.AT_ONCE
         return devils_grip_sat.prove(
             state, question=question, time_limit=time_limit, plan=plan
         )
@@ -108,17 +99,16 @@ def _devils_grip_quick_or_search(
 #: What ``auto`` runs side by side, per game and question: named provers, one
 #: process each. The machine has few cores: SMT is the slower cross-check and
 #: runs on request; Besieged Fortress's SAT encoding finds wins only in small
-#: positions. For a Devil's Grip best score the SAT prover runs twice, one
-#: view of the score per process (`devils_grip_sat.Plan`; the short-stacks
-#: member runs a long beam first and brings the line), and a third member
-#: (`_devils_grip_quick_or_search`) takes a quick core-guided look at early
-#: positions, where it settles easy deals first, and runs the search prover
-#: without its beam later, where that settles most positions. Deals 1-20
-#: (`patience bench --engine auto --score`): at 10 s, 2 best scores proven
-#: and bounds summing 175, against 1 and 163-165 for the SAT and search
-#: provers whole; at 60 s, 11 against 9. Without the search member, 10 s
-#: bounds summed 179, but positions with 48 stock cards left took a median
-#: 2.3 s instead of 1.1 s.
+#: positions. For a Devil's Grip best score two members share the two cores:
+#: the SAT prover with a long beam first, whose lines restrict its own
+#: short-stacks search afterwards and the other member's at once, and
+#: `_devils_grip_cores_or_search`. Deals 41-100 at 10 s (`patience bench
+#: --engine auto --start 41 --count 60 --time-limit 10 --score`): 20 best
+#: scores proven, median 3.4 s, lines summing 731 and bounds 551, against 15,
+#: 5.7 s, 751 and 536 with three members (an unlinked-cards member besides,
+#: and the early search for only a quarter of the limit): three busy
+#: processes on two cores slowed the beam, and the unlinked-cards bound
+#: rarely decided.
 PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
     "devils-grip": {
         Question.VERDICT: {
@@ -126,9 +116,8 @@ PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
             "search": devils_grip_search.prove,
         },
         Question.SCORE: {
-            "sat-links": _devils_grip_sat(devils_grip_sat.LINKS_VIEW),
             "sat-grid": _devils_grip_sat(devils_grip_sat.GRID_VIEW),
-            "quick-or-search": _devils_grip_quick_or_search,
+            "cores-or-search": _devils_grip_cores_or_search,
         },
     },
     "besieged-fortress": {

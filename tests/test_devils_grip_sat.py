@@ -32,7 +32,13 @@ from verifier import devils_grip as dg
 from verifier.devils_grip_construct import construct
 from verifier.formats import start_from_deal
 from verifier.replay import replay
-from verifier.results import Question, Status, check_result, set_partial_sink
+from verifier.results import (
+    Question,
+    Status,
+    check_result,
+    set_line_source,
+    set_partial_sink,
+)
 
 
 # -- references ----------------------------------------------------------------------
@@ -210,8 +216,8 @@ def test_best_score_and_verdict_agree_with_exhaustive_search(chunk):
         assert (verdict.status is Status.WON) == (expected == 0)
 
 
-@pytest.mark.parametrize("plan", [sat.LINKS_VIEW, sat.GRID_VIEW, sat.QUICK_LOOK])
-def test_each_portfolio_plan_proves_the_exhaustive_best_score(plan):
+@pytest.mark.parametrize("plan", [sat.GRID_VIEW, sat.AT_ONCE, sat.Plan(view="links")])
+def test_each_single_view_plan_proves_the_exhaustive_best_score(plan):
     """``auto`` runs one view of the score per process: each must be exact."""
     for state in [*late_positions(4, seed=700), *jammed_positions(3, seed=7)]:
         result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
@@ -232,12 +238,10 @@ def test_a_single_view_proves_a_whole_deals_best_score():
         assert {view for *_, view in result.stats["core_bounds"]} == {"grid"}
 
 
-def test_the_quick_look_proves_an_easy_deal_with_no_line_in_hand():
+def test_the_search_at_once_proves_an_easy_deal_with_no_line_in_hand():
     """Deal 12 (best score 6): RC2 at once, its optimal model the line."""
     state = dg.initial_state(dg.numbered_deal(12))
-    result = sat.prove(
-        state, question=Question.SCORE, time_limit=60, plan=sat.QUICK_LOOK
-    )
+    result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=sat.AT_ONCE)
     assert result.score_proven and result.best_score == 6
     check_result(dg.GAME, state, result)
     assert "counting short stacks, with no line in hand" in result.method
@@ -264,12 +268,33 @@ def test_partial_answers_say_not_yet_and_the_final_one_says_in_time():
     assert not stopped.score_proven and "not proven in time" in stopped.method
 
 
+@pytest.mark.parametrize("elsewhere", [6, 7])
+def test_a_line_found_elsewhere_restricts_the_search_at_once(elsewhere):
+    """Deal 12 (best score 6): given a fellow member's line of 6, the search
+    at once proves that no line leaves fewer (the bound joins that line in
+    the portfolio); given one of 7, it finds the optimal line itself."""
+    state = dg.initial_state(dg.numbered_deal(12))
+    set_line_source(lambda: elsewhere)
+    try:
+        result = sat.prove(
+            state, question=Question.SCORE, time_limit=60, plan=sat.AT_ONCE
+        )
+    finally:
+        set_line_source(None)
+    assert "searching below the lines found elsewhere" in result.method
+    assert result.stats["first_line_elsewhere"][0] == elsewhere
+    assert result.lower_bound == 6
+    if elsewhere == 6:
+        assert not result.score_proven and result.best_score is None
+    else:
+        assert result.score_proven and result.best_score == 6
+        check_result(dg.GAME, state, result)
+
+
 def test_a_bound_without_its_line_is_reported_unproven():
-    """Stopped early, the quick look keeps its proven bound and has no line."""
+    """Stopped early, the search at once keeps its proven bound, no line."""
     state = dg.initial_state(dg.numbered_deal(1))  # best score 10
-    result = sat.prove(
-        state, question=Question.SCORE, time_limit=1.5, plan=sat.QUICK_LOOK
-    )
+    result = sat.prove(state, question=Question.SCORE, time_limit=1.5, plan=sat.AT_ONCE)
     assert result.status is Status.LOST and result.proven
     assert not result.score_proven and result.best_score is None
     assert not result.line and 1 <= result.lower_bound <= 10

@@ -105,15 +105,18 @@ def test_a_line_in_hand_restricts_the_search_soundly(only):
                 assert dg.score(final) == best
 
 
-@pytest.mark.parametrize("only", ["grid", None])
-def test_a_better_line_elsewhere_tightens_the_search(only):
+@pytest.mark.parametrize(("only", "ahead"), [("grid", 3), (None, 3), ("grid", None)])
+def test_a_better_line_elsewhere_tightens_the_search(only, ahead):
     """A line reported while the search runs (``elsewhere``) lowers the
     restriction on the same counter: at the best score, the search proves
-    it; above it, the search still returns an optimal model."""
+    it; above it, or with no line ever, it returns an optimal model. With
+    no line in hand (``ahead`` None: no ``below``) the counter spans every
+    piece, so the first line found elsewhere restricts the search."""
     for state, best in positions(6, seed=135):
-        for there in (best, best + 1):
+        below = None if ahead is None else best + ahead
+        for there in (best, best + 1, None):
             enc, model, reports = _least_score(
-                state, only, below=best + 3, elsewhere=lambda there=there: there
+                state, only, below=below, elsewhere=lambda there=there: there
             )
             bounds = [b for b, _ in reports]
             assert all(b <= best for b in bounds) and bounds[-1] == best

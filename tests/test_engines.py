@@ -60,15 +60,16 @@ def test_auto_has_a_portfolio_for_every_game_and_question():
             assert engines.PORTFOLIO[game][question], (game, question)
 
 
-def test_the_third_member_leaves_early_on_a_whole_deal():
-    """On a whole deal the quick look ends after its share, freeing a core."""
-    state = start_from_number(GAME, 1).state  # its best score takes minutes
-    share, cap = engines.QUICK_SHARE
-    began = time.monotonic()
-    result = engines._devils_grip_quick_or_search(state, question=SCORE, time_limit=60)
-    assert time.monotonic() - began < min(share * 60, cap) + 2
-    assert not result.score_proven and result.status is Status.LOST
-    assert result.engine == "sat" and result.lower_bound >= 1
+def test_the_second_member_counts_short_stacks_early_and_searches_late():
+    """On a whole deal it runs RC2 at once, and its optimal model is a line
+    (deal 12: best score 6); with 12 stock cards left it is the search."""
+    whole = start_from_number(GAME, 12).state
+    result = engines._devils_grip_cores_or_search(whole, question=SCORE, time_limit=60)
+    assert result.engine == "sat" and result.score_proven
+    assert result.best_score == 6 and "beam_s" not in result.stats
+    late = _late_start(5).state
+    result = engines._devils_grip_cores_or_search(late, question=SCORE, time_limit=30)
+    assert result.engine == "search" and result.score_proven
 
 
 def test_auto_proves_a_late_best_score_quickly():
