@@ -351,6 +351,9 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
         _raise_lower_bound(enc, run, best)
     if best.settled():
         return _lost_proven(run, best)
+    there = line_elsewhere()
+    if best.score is None and there is not None and best.lower >= there:
+        return _lost_unproven(run, best, when=MET_ELSEWHERE)
     return _lost_unproven(run, best)
 
 
@@ -370,7 +373,7 @@ def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
 
     def on_line(score: int, moves: list[dg.Move]) -> None:
         best.score, best.moves = score, moves
-        report_partial(_lost_unproven(run, best, final=False))
+        report_partial(_lost_unproven(run, best, when="yet"))
 
     found = devils_grip_beam.reference_line(
         state, deadline=until, floor=best.lower, on_line=on_line
@@ -393,7 +396,7 @@ def _improve(
     score = dg.score(final)
     best.score, best.moves = score, moves
     run.stats["lines"].append([score, round(time.monotonic() - run.began, 3)])
-    report_partial(_lost_unproven(run, best, final=False))
+    report_partial(_lost_unproven(run, best, when="yet"))
     return score, moves
 
 
@@ -448,7 +451,7 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
         run.stats["core_bounds"].append([lower, moment, view])
         if lower > best.lower:
             best.lower, best.view = lower, view
-            report_partial(_lost_unproven(run, best, final=False))
+            report_partial(_lost_unproven(run, best, when="yet"))
         if best.settled():
             raise score_mod.LowerBoundReached
 
@@ -513,14 +516,18 @@ def _core_guided(run: _Run, best: _Best) -> str:
     return f"core-guided MaxSAT (OLL/RC2{counted})"
 
 
-def _lost_unproven(run: _Run, best: _Best, *, final: bool = True) -> ProofResult:
+#: Why a search with no line of its own (`AT_ONCE`) stopped before the limit.
+MET_ELSEWHERE = "alone: its bound meets a line found elsewhere"
+
+
+def _lost_unproven(run: _Run, best: _Best, *, when: str = "in time") -> ProofResult:
     """The verdict is proven (no win), the best score is not (time ran out).
 
-    A partial answer (``final=False``) says "not proven yet": another member
+    A partial answer (``when="yet"``) says "not proven yet": another member
     may join it to a proof (`engines.combine_bounds`), and its words are
-    then quoted in that proof.
+    then quoted in that proof. So is the final answer of a search that
+    stopped when its bound met another member's line (`MET_ELSEWHERE`).
     """
-    when = "in time" if final else "yet"
     method = f"UNSAT with the win literals: no win; best score not proven {when}"
     if best.lower > 1:
         search = _core_guided(run, best)

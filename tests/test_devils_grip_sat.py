@@ -286,6 +286,7 @@ def test_a_line_found_elsewhere_restricts_the_search_at_once(elsewhere):
     assert result.lower_bound == 6
     if elsewhere == 6:
         assert not result.score_proven and result.best_score is None
+        assert "not proven alone: its bound meets a line found" in result.method
     else:
         assert result.score_proven and result.best_score == 6
         check_result(dg.GAME, state, result)
