@@ -86,8 +86,8 @@ class Plan:
     beam_share: float = devils_grip_beam.SHARE
     beam_cap: float = devils_grip_beam.MAX_SECONDS
     #: Whether to find a line (beam, neighbourhood search) before the
-    #: core-guided search. Without one the search runs unrestricted and
-    #: brings a line only with its optimal model.
+    #: core-guided search. Without one only lines found elsewhere restrict
+    #: the search, and it brings a line only with its optimal model.
     line_first: bool = True
 
 

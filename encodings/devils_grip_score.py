@@ -255,16 +255,19 @@ class View:
 
     A model's score is at most ``offset + cost``, its cost being the summed
     weights of its true ``terms``, and equal to it for some model of each
-    line; so RC2's proven cost bounds the score from below. ``restricted``:
-    whether a line in hand restricts this view's search by the unlinked
-    count (see "A line in hand": it pays where the count is a second view,
-    not where it is the objective itself).
+    line; so RC2's proven cost bounds the score from below.
     """
 
     name: str
     terms: tuple[tuple[int, int], ...]
     offset: int
-    restricted: bool
+
+    @property
+    def restricted(self) -> bool:
+        """Whether a line in hand restricts this view's search by the unlinked
+        count (`RESTRICTED`; see "A line in hand": it pays where the count is
+        a second view, not where it is the objective itself)."""
+        return self.name in RESTRICTED
 
 
 def views(enc: Encoding) -> tuple[View, ...]:
@@ -276,13 +279,8 @@ def views(enc: Encoding) -> tuple[View, ...]:
     if not enc.grid_terms:
         enc.encode_grid_view()
     return (
-        View(
-            "links",
-            tuple((lit, 1) for lit in enc.unlinked),
-            enc.score_offset,
-            "links" in RESTRICTED,
-        ),
-        View("grid", tuple(enc.grid_terms), enc.grid_offset, "grid" in RESTRICTED),
+        View("links", tuple((lit, 1) for lit in enc.unlinked), enc.score_offset),
+        View("grid", tuple(enc.grid_terms), enc.grid_offset),
     )
 
 

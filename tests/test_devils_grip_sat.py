@@ -218,7 +218,8 @@ def test_best_score_and_verdict_agree_with_exhaustive_search(chunk):
 
 @pytest.mark.parametrize("plan", [sat.GRID_VIEW, sat.AT_ONCE, sat.Plan(view="links")])
 def test_each_single_view_plan_proves_the_exhaustive_best_score(plan):
-    """``auto`` runs one view of the score per process: each must be exact."""
+    """A plan may run one view of the score alone (``auto`` runs the short
+    stacks after a beam and at once): each must be exact."""
     for state in [*late_positions(4, seed=700), *jammed_positions(3, seed=7)]:
         result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
         assert result.score_proven and result.best_score == brute_best_score(state)
