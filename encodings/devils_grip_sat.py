@@ -19,8 +19,8 @@ python-sat:
   then core-guided MaxSAT (`devils_grip_score`) raises a proven lower bound
   until it meets the line, counting the score two ways side by side: cards
   left unlinked, and cards missing from the grid's stacks. A `Plan` can run
-  one of the two instead, after a longer beam, or at once with no line of
-  its own (`AT_ONCE`): ``auto`` runs one per process.
+  one of the two instead, after a longer beam (`LINES_FIRST`), or at once
+  with no line of its own (`AT_ONCE`): ``auto`` runs one per process.
 
 Every line is replayed with `verifier.results.check_result` before it is
 returned. ``time_limit`` is honoured between solver calls and by conflict
@@ -75,9 +75,9 @@ class Plan:
     """How a best-score run spends its time: the beam's share, the views.
 
     The default (`BOTH_VIEWS`, the ``sat`` engine alone) runs both views of
-    the score in one process after a short beam. ``auto`` runs the
-    short-stacks view in two processes instead, one after a long beam
-    (`GRID_VIEW`), one at once (`AT_ONCE`; see `patience_encodings.engines`).
+    the score in one process after a short beam. ``auto`` runs one view per
+    process instead: the unlinked cards after a long beam (`LINES_FIRST`),
+    the short stacks at once (`AT_ONCE`; see `patience_encodings.engines`).
     """
 
     #: The one score view the core-guided search runs
@@ -92,22 +92,28 @@ class Plan:
 
 
 BOTH_VIEWS = Plan()
-#: The short-stacks member's beam cap in seconds. Deals 1-20 in ``auto`` at
-#: 60 s, one run each: 9 best scores proven with 25 s, 11 with 10 s (deals 18
-#: and 20 besides; 12 in 11.5 s instead of 17 s), 10 with 5 s (deal 4 lost its
-#: line); lines summing 241, 240 and 244.
-GRID_BEAM_MAX = 10.0
-#: Short stacks, after a long beam: this member brings the line. The beam
-#: gets `devils_grip_beam.LONG_SHARE` of the limit but at most
-#: `GRID_BEAM_MAX` seconds, not the search prover's 25: this member's RC2
-#: needs the time (the neighbourhood search's share is over before the long
-#: beam ends).
-GRID_VIEW = Plan(
-    view="grid", beam_share=devils_grip_beam.LONG_SHARE, beam_cap=GRID_BEAM_MAX
+#: The line-finding member's beam cap in seconds. Deals 1-20 in ``auto`` at
+#: 60 s, one run each (the member then counted short stacks): 9 best scores
+#: proven with 25 s, 11 with 10 s (deals 18 and 20 besides; 12 in 11.5 s
+#: instead of 17 s), 10 with 5 s (deal 4 lost its line); lines summing 241,
+#: 240 and 244.
+LINES_BEAM_MAX = 10.0
+#: Lines first, then unlinked cards: in ``auto`` this member brings the lines
+#: (a long beam: `devils_grip_beam.LONG_SHARE` of the limit, at most
+#: `LINES_BEAM_MAX` seconds), which restrict the other member's short-stacks
+#: search (`AT_ONCE`) as they come; then it raises its own bound by counting
+#: unlinked cards, unrestricted (the count is that view's objective itself:
+#: `devils_grip_score`, "A line in hand").
+#: The two views' cores differ and neither is ahead on every deal, so a
+#: member each covers both: deals 1-20 at 60 s, 15 best scores proven
+#: against 12 when this member counted short stacks too (deals 4, 5 and 8
+#: besides), deals 41-100 at 10 s 22 against 20.
+LINES_FIRST = Plan(
+    view="links", beam_share=devils_grip_beam.LONG_SHARE, beam_cap=LINES_BEAM_MAX
 )
 #: Short stacks at once: RC2 from the start, with no line of its own. In
-#: ``auto`` (`patience_encodings.engines`) the lines the `GRID_VIEW` member
-#: reports restrict it as they come (`devils_grip_score.least_score`'s
+#: ``auto`` (`patience_encodings.engines`) the lines the `LINES_FIRST`
+#: member reports restrict it as they come (`devils_grip_score.least_score`'s
 #: ``elsewhere``), and on easy deals it proves the best score while that
 #: member's beam still runs (deals 41, 68 and 88 in under a second). Even
 #: a brief beam first costs it these: the beam needs about 0.5 s for its

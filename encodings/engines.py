@@ -99,16 +99,16 @@ def _devils_grip_cores_or_search(
 #: What ``auto`` runs side by side, per game and question: named provers, one
 #: process each. The machine has few cores: SMT is the slower cross-check and
 #: runs on request; Besieged Fortress's SAT encoding finds wins only in small
-#: positions. For a Devil's Grip best score two members share the two cores:
-#: the SAT prover with a long beam first, whose lines restrict its own
-#: short-stacks search afterwards and the other member's at once, and
+#: positions. For a Devil's Grip best score two members share the two cores,
+#: one view of the score each: the SAT prover with a long beam first, whose
+#: lines restrict the other member's short-stacks search as they come, and
+#: which then counts unlinked cards (`devils_grip_sat.LINES_FIRST`); and
 #: `_devils_grip_cores_or_search`. Deals 41-100 at 10 s (`patience bench
-#: --engine auto --start 41 --count 60 --time-limit 10 --score`): 20 best
-#: scores proven, median 3.4 s, lines summing 731 and bounds 551, against 15,
-#: 5.7 s, 751 and 536 with three members (an unlinked-cards member besides,
-#: and the early search for only a quarter of the limit): three busy
-#: processes on two cores slowed the beam, and the unlinked-cards bound
-#: rarely decided.
+#: --engine auto --start 41 --count 60 --time-limit 10 --score`): 22 best
+#: scores proven, lines summing 721 and bounds 563, against 20, 724 and 558
+#: with both members counting short stacks; deals 1-20 at 60 s, 15 against
+#: 12. With three members (the unlinked cards in a third process) 15 of
+#: deals 41-100: three busy processes on two cores slowed the beam.
 PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
     "devils-grip": {
         Question.VERDICT: {
@@ -116,7 +116,7 @@ PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
             "search": devils_grip_search.prove,
         },
         Question.SCORE: {
-            "sat-grid": _devils_grip_sat(devils_grip_sat.GRID_VIEW),
+            "sat-lines": _devils_grip_sat(devils_grip_sat.LINES_FIRST),
             "cores-or-search": _devils_grip_cores_or_search,
         },
     },

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Iterator
-from dataclasses import replace
 
 import pytest
 from dg_helpers import position, winnable_position
@@ -216,10 +215,10 @@ def test_best_score_and_verdict_agree_with_exhaustive_search(chunk):
         assert (verdict.status is Status.WON) == (expected == 0)
 
 
-@pytest.mark.parametrize("plan", [sat.GRID_VIEW, sat.AT_ONCE, sat.Plan(view="links")])
+@pytest.mark.parametrize("plan", [sat.LINES_FIRST, sat.AT_ONCE, sat.Plan(view="grid")])
 def test_each_single_view_plan_proves_the_exhaustive_best_score(plan):
-    """A plan may run one view of the score alone (``auto`` runs the short
-    stacks after a beam and at once): each must be exact."""
+    """A plan may run one view of the score alone (``auto`` runs the unlinked
+    cards after a beam and the short stacks at once): each must be exact."""
     for state in [*late_positions(4, seed=700), *jammed_positions(3, seed=7)]:
         result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
         assert result.score_proven and result.best_score == brute_best_score(state)
@@ -229,7 +228,7 @@ def test_each_single_view_plan_proves_the_exhaustive_best_score(plan):
 
 def test_a_single_view_proves_a_whole_deals_best_score():
     """Deal 12 (best score 6): the short-stacks view alone, after a short beam."""
-    plan = replace(sat.GRID_VIEW, beam_share=0.05, beam_cap=0.5)
+    plan = sat.Plan(view="grid", beam_share=0.05, beam_cap=0.5)
     state = dg.initial_state(dg.numbered_deal(12))
     result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
     assert result.score_proven and result.best_score == 6
