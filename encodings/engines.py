@@ -103,12 +103,11 @@ def _devils_grip_cores_or_search(
 #: one view of the score each: the SAT prover with a long beam first, whose
 #: lines restrict the other member's short-stacks search as they come, and
 #: which then counts unlinked cards (`devils_grip_sat.LINES_FIRST`); and
-#: `_devils_grip_cores_or_search`. Deals 41-100 at 10 s (`patience bench
-#: --engine auto --start 41 --count 60 --time-limit 10 --score`): 22 best
-#: scores proven, lines summing 721 and bounds 563, against 20, 724 and 558
-#: with both members counting short stacks; deals 1-20 at 60 s, 15 against
-#: 12. With three members (the unlinked cards in a third process) 15 of
-#: deals 41-100: three busy processes on two cores slowed the beam.
+#: `_devils_grip_cores_or_search`. Deals 1-20 at 60 s (`patience bench
+#: --engine auto --count 20 --time-limit 60 --score`): 15 best scores
+#: proven, against 12 with both members counting short stacks and 13 with
+#: three members (the unlinked cards in a third process, which slowed the
+#: beam on two cores: 15 of deals 41-100 at 10 s, against 19-22 now).
 PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
     "devils-grip": {
         Question.VERDICT: {
