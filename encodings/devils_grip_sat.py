@@ -105,8 +105,8 @@ LINES_BEAM_MAX = 10.0
 #: unlinked cards, unrestricted (the count is that view's objective itself:
 #: `devils_grip_score`, "A line in hand").
 #: The two views' cores differ and neither is ahead on every deal, so a
-#: member each covers both: deals 1-20 at 60 s, 15 best scores proven
-#: against 12 when this member counted short stacks too (deals 4 and 5 by
+#: member each covers both: deals 1-20 at 60 s, 15 and 13 best scores proven
+#: in two runs against 12 when this member counted short stacks too (4, 5 by
 #: the unlinked count), deals 21-40 13 against 12 (deal 34 by it); at 10 s
 #: about the same (deals 41-100: 22 and 19 in two runs, against 20).
 LINES_FIRST = Plan(

@@ -104,8 +104,8 @@ def _devils_grip_cores_or_search(
 #: lines restrict the other member's short-stacks search as they come, and
 #: which then counts unlinked cards (`devils_grip_sat.LINES_FIRST`); and
 #: `_devils_grip_cores_or_search`. Deals 1-20 at 60 s (`patience bench
-#: --engine auto --count 20 --time-limit 60 --score`): 15 best scores
-#: proven, against 12 with both members counting short stacks and 13 with
+#: --engine auto --count 20 --time-limit 60 --score`): 15 and 13 best scores
+#: proven in two runs, against 12 with both members counting short stacks, 13 with
 #: three members (the unlinked cards in a third process, which slowed the
 #: beam on two cores: 15 of deals 41-100 at 10 s, against 19-22 now).
 PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {

@@ -64,7 +64,7 @@ SHARE = 0.2
 MAX_SECONDS = 2.0
 #: The long beam's share and cap, for a prover whose own bound rarely settles
 #: a best score, so its line is what it brings (the search prover, and the
-#: short-stacks member of ``auto``'s best-score portfolio). On deals 1-20 the
+#: line-finding member of ``auto``'s best-score portfolio). On deals 1-20 the
 #: lines sum to 266 cards at 2 s, 257 at 5 s, 249 at 12 s and 247 at 25 s
 #: (width 4096, the last width, ends there).
 LONG_SHARE = 0.4
