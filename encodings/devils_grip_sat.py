@@ -107,8 +107,8 @@ LINES_BEAM_MAX = 10.0
 #: The two views' cores differ and neither is ahead on every deal, so a
 #: member each covers both: deals 1-20 at 60 s, 15 and 13 best scores proven
 #: in two runs against 12 when this member counted short stacks too (4, 5 by
-#: the unlinked count), deals 21-40 13 against 12 (deal 34 by it); at 10 s
-#: about the same (deals 41-100: 22 and 19 in two runs, against 20).
+#: the unlinked count in both); elsewhere within a run's noise (deals 21-40
+#: at 60 s: 13 and 11 against 12; 41-100 at 10 s: 22 and 19 against 20).
 LINES_FIRST = Plan(
     view="links", beam_share=devils_grip_beam.LONG_SHARE, beam_cap=LINES_BEAM_MAX
 )
