@@ -133,6 +133,13 @@ class Piece:
     height: int = 0
 
 
+def _chain_key(card: Card) -> tuple[int, int, int]:
+    """Sort key putting the two copies of a card next to each other, and the
+    cards of one chain (suit, 2-5-8-J / 3-6-9-Q / 4-7-10-K) in rank order
+    (`Encoding._totalizer`)."""
+    return card.suit, dg.row_of_base(card.rank), card.rank
+
+
 def _pred(card: Card) -> Card | None:
     """Return the card ``card`` rests on in a chain, or None for a base card."""
     return None if card.rank in dg.BASE_RANKS else Card(card.rank - dg.STEP, card.suit)
@@ -256,6 +263,7 @@ class Encoding:
         self.true = self.pool.id(("true",))
         self.clauses: list[list[int]] = [[self.true]]
         self.unlinked: list[int] = []
+        self._counted: list[int] = []  # the same, card by card (`_totalizer`)
         self._by: dict[tuple[int, int], int] = {}
         self._merge: dict[int, int] = {}
         self.score_offset = 0
@@ -760,6 +768,8 @@ class Encoding:
         linkable = layout.linkable()
         self.unlinked = [-self.var_by(x, layout.hi(x)) for x in linkable]
         self.score_offset = layout.m + layout.n - len(linkable)
+        chained = sorted(linkable, key=lambda x: _chain_key(layout.pieces[x].card))
+        self._counted = [-self.var_by(x, layout.hi(x)) for x in chained]
 
     def encode_grid_view(self) -> None:
         """Prepare the grid view of the score: what the grid lacks at the end.
@@ -885,9 +895,26 @@ class Encoding:
         return self.score_offset + len(self.unlinked) + 1
 
     def _totalizer(self, ubound: int) -> ITotalizer:
-        """Return a totalizer over the unlinked pieces, its ids taken from the pool."""
-        ubound = max(1, min(ubound, len(self.unlinked)))
-        tot = ITotalizer(lits=self.unlinked, ubound=ubound, top_id=self.pool.top)
+        """Return a totalizer over the unlinked pieces, its ids taken from the pool.
+
+        The pieces are counted card by card, chain by chain (`_chain_key`).
+        pysat's totalizer is built bottom-up, each node summing the next two in
+        a queue, so its first level sums neighbours: in this order the two
+        copies of one card, which are interchangeable; the next level two
+        neighbouring cards, mostly of one chain. "Both copies of the 5 of spades
+        unlinked" is a count a solver can learn from whichever copy a line uses.
+        Measured with RC2 alone on the short-stacks view with the known lines,
+        deals 1-40, 30 s each (`bench_views --views grid --known ...`): 22
+        proven against 21 in piece order (grid first, then the stock in order,
+        copies apart) and 21 in a random order; bounds summing 410 against 403
+        and 402, never lower on any deal; the 20 deals all three prove in 146 s
+        against 181 s and 196 s. Rank by rank (copies together, then the same
+        rank's other suits): 23 proven, 408, 169 s. So what the two good orders
+        share, the copies side by side, is what helps. The order changes neither
+        the formula's size nor its models.
+        """
+        ubound = max(1, min(ubound, len(self._counted)))
+        tot = ITotalizer(lits=self._counted, ubound=ubound, top_id=self.pool.top)
         self.pool.occupy(self.pool.top + 1, tot.top_id)
         self.pool.top = tot.top_id
         return tot

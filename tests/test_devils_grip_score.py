@@ -142,6 +142,30 @@ def test_score_below_tightens_by_one_unit():
             assert not solver.solve(assumptions=below.unit(best))
 
 
+def _counted_cards(state: dg.State) -> list:
+    """The cards of the score counter's inputs, in order, checked to be the
+    unlinked view's literals."""
+    enc = build_encoding(state, Question.SCORE)
+    layout = enc.layout
+    card_of = {
+        -enc.var_by(x, layout.hi(x)): layout.pieces[x].card for x in layout.linkable()
+    }
+    assert sorted(enc._counted) == sorted(enc.unlinked)
+    return [card_of[lit] for lit in enc._counted]
+
+
+def test_the_counter_sums_each_cards_two_copies_first():
+    """The score counter (`Encoding._totalizer`) takes the unlinked pieces card
+    by card, each card's copies side by side, since pysat's totalizer sums
+    neighbours first."""
+    deal = _counted_cards(dg.initial_state(dg.numbered_deal(7)))
+    assert len(deal) == 2 * len(set(deal)) == 72  # both copies of 36 cards
+    for cards in [deal, *(_counted_cards(s) for s, _ in positions(3, seed=150))]:
+        for card in set(cards):
+            at = [i for i, c in enumerate(cards) if c == card]
+            assert at == list(range(at[0], at[0] + len(at)))
+
+
 def test_score_below_keeps_exactly_the_better_lines():
     """Every model under `Encoding.score_below` decodes to a line below the
     limit, and the best line is still among them."""
