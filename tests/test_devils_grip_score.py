@@ -166,6 +166,26 @@ def test_the_counter_sums_each_cards_two_copies_first():
             assert at == list(range(at[0], at[0] + len(at)))
 
 
+def test_the_grid_view_lists_each_cards_terms_together():
+    """The short-stacks view's terms (RC2's assumptions) come card by card,
+    chain by chain, a card's copies side by side, as the counter's do."""
+    sizes = []
+    for state in [dg.initial_state(dg.numbered_deal(7))] + [
+        s for s, _ in positions(3, seed=150)
+    ]:
+        enc = build_encoding(state, Question.SCORE)
+        enc.encode_grid_view()
+        pieces = [enc.pool.obj(lit)[1] for lit, _ in enc.grid_terms]
+        cards = [enc.layout.pieces[y].card for y in pieces]
+        sizes.append(len(set(cards)))
+        chains = [(c.suit, dg.row_of_base(c.rank)) for c in cards]
+        for group in (cards, chains):
+            for item in set(group):
+                at = [i for i, c in enumerate(group) if c == item]
+                assert at == list(range(at[0], at[0] + len(at)))
+    assert sizes[0] > 30 and min(sizes) > 0
+
+
 def test_score_below_keeps_exactly_the_better_lines():
     """Every model under `Encoding.score_below` decodes to a line below the
     limit, and the best line is still among them."""
