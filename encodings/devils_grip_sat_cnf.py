@@ -814,7 +814,7 @@ class Encoding:
         resting = set(layout.resting)
         cells = sum(1 for stack in layout.state.grid if stack)
         self.grid_offset = len(layout.pieces) - 4 * cells
-        terms: list[tuple[tuple[Any, ...], tuple[int, int]]] = []
+        terms: list[tuple[tuple[int, ...], tuple[int, int]]] = []  # (sort key, term)
         for y, piece in enumerate(layout.pieces):
             rank = piece.card.rank
             above, below = (13 - rank) // 3, (rank - 2) // 3
@@ -825,11 +825,11 @@ class Encoding:
                 self.add(-self.var_drawn(y), *carries, top)
                 if linked:
                     self.add(-linked, *carries, top)
-                terms.append(((_chain_key(piece.card), 0, y), (top, above)))
+                terms.append(((*_chain_key(piece.card), 0, y), (top, above)))
             if linked and piece.origin != TALON:
                 bottom = self.var_bottom(y)
                 self.add(-self.var_drawn(y), linked, bottom)
-                terms.append(((_chain_key(piece.card), 1, y), (bottom, below)))
+                terms.append(((*_chain_key(piece.card), 1, y), (bottom, below)))
         self.grid_terms.extend(term for _, term in sorted(terms))
 
     # -- cardinality helpers ----------------------------------------------------------

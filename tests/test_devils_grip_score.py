@@ -154,6 +154,13 @@ def _counted_cards(state: dg.State) -> list:
     return [card_of[lit] for lit in enc._counted]
 
 
+def _assert_each_together(items: list) -> None:
+    """Equal items stand side by side: each one's places are consecutive."""
+    for item in set(items):
+        at = [i for i, other in enumerate(items) if other == item]
+        assert at == list(range(at[0], at[0] + len(at))), item
+
+
 def test_the_counter_sums_each_cards_two_copies_first():
     """The score counter (`Encoding._totalizer`) takes the unlinked pieces card
     by card, each card's copies side by side, since pysat's totalizer sums
@@ -161,9 +168,7 @@ def test_the_counter_sums_each_cards_two_copies_first():
     deal = _counted_cards(dg.initial_state(dg.numbered_deal(7)))
     assert len(deal) == 2 * len(set(deal)) == 72  # both copies of 36 cards
     for cards in [deal, *(_counted_cards(s) for s, _ in positions(3, seed=150))]:
-        for card in set(cards):
-            at = [i for i, c in enumerate(cards) if c == card]
-            assert at == list(range(at[0], at[0] + len(at)))
+        _assert_each_together(cards)
 
 
 def test_the_grid_view_lists_each_cards_terms_together():
@@ -178,11 +183,8 @@ def test_the_grid_view_lists_each_cards_terms_together():
         pieces = [enc.pool.obj(lit)[1] for lit, _ in enc.grid_terms]
         cards = [enc.layout.pieces[y].card for y in pieces]
         sizes.append(len(set(cards)))
-        chains = [(c.suit, dg.row_of_base(c.rank)) for c in cards]
-        for group in (cards, chains):
-            for item in set(group):
-                at = [i for i, c in enumerate(group) if c == item]
-                assert at == list(range(at[0], at[0] + len(at)))
+        _assert_each_together(cards)
+        _assert_each_together([(c.suit, dg.row_of_base(c.rank)) for c in cards])
     assert sizes[0] > 30 and min(sizes) > 0
 
 
