@@ -66,7 +66,7 @@ def test_a_line_satisfies_its_own_event_pattern():
 
 def test_deal_7_reaches_its_optimum_from_the_beams_line():
     """Deal 7: the beam at width 64 leaves 13; a window of the stock re-solved
-    gives 11, the optimum (proven in the README's 60 s runs)."""
+    gives 11, the optimum (proven in the 60 s runs of docs/best-scores.md)."""
     state = dg.initial_state(dg.numbered_deal(7))
     line = _beam_line(state, 64)
     assert line[0] == 13
