@@ -96,6 +96,12 @@ def _encoder(game_name: str):
     return ENCODERS[game_name]
 
 
+def _encoding_version(game_name: str) -> str:
+    """Return the version of the game's encoding (its clauses, not the software)."""
+    _, module = _encoder(game_name)
+    return str(getattr(module, "ENCODING_VERSION", "1"))
+
+
 def formula(start: Start, question: Question, bound: int | None) -> str:
     """Return the DIMACS text of the claim's CNF (deterministic)."""
     _, module = _encoder(start.game.name)
@@ -121,7 +127,7 @@ def certify(start: Start, question: Question, bound: int | None = None) -> dict:
     """
     dimacs = formula(start, question, bound)
     proof = refutation(dimacs)
-    name, module = _encoder(start.game.name)
+    name, _ = _encoder(start.game.name)
     data = start_json(start)
     clauses = [line for line in dimacs.splitlines() if line and line[0] not in "pc"]
     return {
@@ -134,7 +140,7 @@ def certify(start: Start, question: Question, bound: int | None = None) -> dict:
             "bound": bound if question is Question.SCORE else None,
             "text": claim_text(question, bound),
         },
-        "encoding": {"name": name, "version": getattr(module, "ENCODING_VERSION", "1")},
+        "encoding": {"name": name, "version": _encoding_version(start.game.name)},
         "cnf": {
             "variables": int(dimacs.split("\n", 1)[0].split()[2]),
             "clauses": len(clauses),
@@ -316,10 +322,13 @@ def _check_steps(bundle: dict, checker: str, steps: list[str]) -> None:
     steps.append("CNF text matches its hash")
     rederived = formula(start, question, bound)
     if sha256(rederived) != sha256(dimacs):
+        made = str((bundle.get("encoding") or {}).get("version", "?"))
+        ours = _encoding_version(start.game.name)
+        older = f"; made by encoding version {made}, this is {ours}" * (made != ours)
         raise _Reject(
             "the CNF is not our encoding of this start and claim "
             f"(re-derived sha256 {sha256(rederived)[:16]}…, "
-            f"bundle {sha256(dimacs)[:16]}…)"
+            f"bundle {sha256(dimacs)[:16]}…{older})"
         )
     steps.append(f"CNF re-derived from the start: {claim_text(question, bound)}")
     proof = _field(bundle, "proof", "text")

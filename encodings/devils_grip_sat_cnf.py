@@ -117,6 +117,11 @@ from verifier.results import Question
 
 GRID, TALON, STOCK = "grid", "talon", "stock"
 
+#: `Encoding.encode_merge_count` ties the two counts at every third slot.
+MERGE_COUNT_STRIDE = 3
+#: The certificate's name for this encoding's clauses (2: with the merge count).
+ENCODING_VERSION = "2"
+
 
 # -- the position, as pieces -------------------------------------------------------
 @dataclass(frozen=True)
@@ -722,6 +727,77 @@ class Encoding:
             for t in range(layout.n)
         ]
 
+    def encode_merge_count(self, stride: int = MERGE_COUNT_STRIDE) -> None:
+        """Implied: the merges before slot ``t`` are as many as the pieces merged.
+
+        Every merge moves exactly one stack and links its bottom, and a piece
+        is merged at most once (`encode_merges`), so for every slot ``t``
+
+            #{s < t : M_s} = #{x : drawn(x) & B_x,t-1}
+
+        over the pieces merges move (grid pieces and stock cards; a talon card
+        is linked by a play). Both sides are counted in unary and tied output
+        by output: the slot side by an exact sequential counter over time,
+        ``C_t,j`` = at least ``j`` merges before slot ``t``, with
+        ``C_t+1,j <-> C_t,j | (C_t,j-1 & M_t)``; the piece side, at every
+        ``stride``-th slot and at ``n``, by a totalizer over
+        ``drawn(x) & B_x,t-1`` with clauses in both directions
+        (`_exact_totalizer`), so that a count forced on one side propagates to
+        the other both ways.
+
+        Why: merge slots and merged pieces form a matching, and a schedule
+        that needs more merges by slot ``t`` than pieces can be ready for them
+        is a pigeonhole, which resolution alone refutes only with very long
+        proofs: without a counter the solver learns it case by case. Tied to
+        the counters it is propagation. Measured on the plain call "one card
+        fewer than the best score" (Glucose 4, `stride` 3): deal 9 in 17 s
+        against more than 120 s, deal 1 in 5.6 s against 16 s, deal 4 in
+        3.7 s against 12.5 s; strides 2 and 6 about the same. The formula
+        about doubles (about 150k clauses).
+        """
+        layout = self.layout
+        n = layout.n
+        counts = self._merge_counter()
+        movable = [x for x in layout.linkable() if layout.pieces[x].origin != TALON]
+        for t in sorted({*range(stride, n + 1, stride), n}):
+            merged = [self._merged_by(x, t - 1) for x in movable if layout.lo(x) < t]
+            merged = [lit for lit in merged if lit != -self.true]
+            tally = self._exact_totalizer(merged, t, ("tally", t))
+            for j in range(1, t + 1):
+                if j <= len(tally):
+                    self.add(-counts[t][j - 1], tally[j - 1])
+                    self.add(counts[t][j - 1], -tally[j - 1])
+                else:
+                    self.add(-counts[t][j - 1])
+
+    def _merge_counter(self) -> list[list[int]]:
+        """Return ``C``: ``C[t][j-1]`` is "at least ``j`` merges before slot ``t``"."""
+        n = self.layout.n
+        counts: list[list[int]] = [[]]
+        for t in range(n):
+            merge, before = self.var_merge(t), counts[t]
+            now = [self.pool.id(("merges", t + 1, j)) for j in range(1, t + 2)]
+            for j, lit in enumerate(now, start=1):
+                kept = before[j - 1] if j <= t else -self.true
+                grown = before[j - 2] if j >= 2 else self.true
+                self.add(-kept, lit)
+                self.add(-grown, -merge, lit)
+                self.add(-lit, kept, grown)
+                self.add(-lit, kept, merge)
+            counts.append(now)
+        return counts
+
+    def _merged_by(self, x: int, t: int) -> int:
+        """Return a literal for "piece ``x`` was merged in slot ``t`` or earlier"."""
+        linked, drawn = self.var_by(x, t), self.var_drawn(x)
+        if drawn == self.true or linked == -self.true:
+            return linked
+        both = self.pool.id(("merged", x, t))
+        self.add(-both, linked)
+        self.add(-both, drawn)
+        self.add(both, -linked, -drawn)
+        return both
+
     def win_literals(self) -> list[int]:
         """Return the literals that together say "this line wins".
 
@@ -854,6 +930,37 @@ class Encoding:
             if prev is not None:
                 self.add(-prev, seen)
             prev = seen
+
+    def _exact_totalizer(self, lits: Sequence[int], ubound: int, key: Any) -> list[int]:
+        """Return ``o``: ``o[r-1]`` true iff at least ``r`` of ``lits`` are true.
+
+        A totalizer with clauses in both directions (pysat's counts upward
+        only), its outputs cut at ``ubound + 1`` ("more than ``ubound``").
+        Each node sums two children ``a`` and ``b`` into ``R`` outputs:
+        ``a_i & b_j -> o_min(i+j, R)`` and ``~a_i+1 & ~b_j+1 -> ~o_i+j+1``
+        for ``i + j < R``. A child's ``a_i+1`` past its last output is false
+        when the child is not cut, and never needed when it is (then
+        ``i + j < R <= ubound + 1`` = its width).
+        """
+        queue = [[lit] for lit in lits]
+        node = 0
+        while len(queue) > 1:
+            a, b = queue.pop(0), queue.pop(0)
+            width = min(len(a) + len(b), ubound + 1)
+            node += 1
+            out = [self.pool.id((*key, node, r)) for r in range(1, width + 1)]
+            for i in range(len(a) + 1):
+                for j in range(len(b) + 1):
+                    if i + j:
+                        up = ([-a[i - 1]] if i else []) + ([-b[j - 1]] if j else [])
+                        self.add(*up, out[min(i + j, width) - 1])
+                    if i + j < width:
+                        down = ([a[i]] if i < len(a) else []) + (
+                            [b[j]] if j < len(b) else []
+                        )
+                        self.add(*down, -out[i + j])
+            queue.append(out)
+        return queue[0] if queue else []
 
     def add_score_bound(self, bound: int | None, ubound: int) -> ITotalizer | None:
         """Add a totalizer over the unlinked pieces, counting up to ``ubound``.
@@ -995,6 +1102,7 @@ def build_encoding(
     else:
         enc.encode_seals()
         enc.encode_score()
+        enc.encode_merge_count()
     if dominance:
         enc.encode_eager()
         enc.encode_copies()

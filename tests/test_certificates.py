@@ -60,7 +60,10 @@ def test_dropped_clause_is_rejected(late_dead):
     bundle["cnf"]["dimacs"] = "\n".join(lines)
     assert cert.check(bundle).reason.startswith("the CNF text does not match")
     bundle["cnf"]["sha256"] = cert.sha256(bundle["cnf"]["dimacs"])
-    assert cert.check(bundle).reason.startswith("the CNF is not our encoding")
+    reason = cert.check(bundle).reason
+    assert reason.startswith("the CNF is not our encoding") and "version" not in reason
+    bundle["encoding"]["version"] = "0"  # as if made by an older encoder
+    assert "made by encoding version 0, this is " in cert.check(bundle).reason
 
 
 def test_changed_proof_line_is_rejected(late_dead):

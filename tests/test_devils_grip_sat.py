@@ -21,7 +21,12 @@ from pysat.solvers import Solver
 
 from patience_encodings import devils_grip_sat as sat
 from patience_encodings import engines
-from patience_encodings.devils_grip_sat_cnf import build_cnf, build_encoding
+from patience_encodings.devils_grip_sat_cnf import (
+    Encoding,
+    build_cnf,
+    build_encoding,
+    layout_of,
+)
 from patience_encodings.devils_grip_sat_lines import (
     decode,
     line_assignment,
@@ -365,3 +370,45 @@ def test_registered_and_run_in_a_child_process():
     start = start_from_deal(dg.GAME, construct(1).deal)
     result = engines.solve(start, engine="sat", time_limit=30)
     assert result.status is Status.WON and result.engine == "sat"
+
+
+# -- the merge count (implied) -------------------------------------------------------
+@pytest.mark.parametrize("size", range(1, 7))
+def test_the_exact_totalizer_counts_both_ways(size):
+    """Every input assignment forces every output, up and down, at every cut."""
+    for ubound in range(size + 1):
+        enc = Encoding(layout_of(winnable_position()[0]))  # no clauses yet
+        inputs = [enc.pool.id(("input", i)) for i in range(size)]
+        outputs = enc._exact_totalizer(inputs, ubound, ("test",))
+        assert len(outputs) == min(size, ubound + 1)
+        with Solver(name=sat.SOLVER, bootstrap_with=enc.clauses) as solver:
+            for bits in range(2**size):
+                fixed = [v if bits >> i & 1 else -v for i, v in enumerate(inputs)]
+                count = bin(bits).count("1")
+                for r, out in enumerate(outputs, start=1):
+                    right = out if count >= r else -out
+                    assert solver.solve(assumptions=[*fixed, right])
+                    assert not solver.solve(assumptions=[*fixed, -right])
+
+
+@pytest.mark.parametrize("number", [3, 11])
+def test_the_merge_count_counts_a_lines_merges(number):
+    """On a real line, "at least j merges before slot t" holds exactly when
+    the line has made j merges by then, and the piece tallies agree."""
+    state = dg.initial_state(dg.numbered_deal(number))
+    line = random_line(state, random.Random(number))
+    enc = build_encoding(state, Question.SCORE, dominance=False)
+    events = trace_line(enc.layout, line).events
+    values = line_assignment(enc, line)
+    with Solver(name=sat.SOLVER, bootstrap_with=enc.clauses) as solver:
+        assert solver.solve(assumptions=[v if b else -v for v, b in values.items()])
+        model = {abs(lit): lit > 0 for lit in solver.get_model()}
+    checked = 0
+    for key, var in enc.pool.obj2id.items():
+        if key[0] == "merges":
+            _, t, j = key
+            made = sum(1 for s, kind in events.items() if s < t and kind == "merge")
+            assert model[var] == (made >= j), (t, j, made)
+            checked += 1
+    assert checked > 1000
+    assert any(key[0] == "tally" for key in enc.pool.obj2id)
