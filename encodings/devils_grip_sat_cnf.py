@@ -943,22 +943,21 @@ class Encoding:
         ``i + j < R <= ubound + 1`` = its width).
         """
         queue = [[lit] for lit in lits]
-        node = 0
+        clauses, node = self.clauses, 0  # no constants among the literals
         while len(queue) > 1:
             a, b = queue.pop(0), queue.pop(0)
             width = min(len(a) + len(b), ubound + 1)
             node += 1
             out = [self.pool.id((*key, node, r)) for r in range(1, width + 1)]
+            up_a, up_b = [[]] + [[-lit] for lit in a], [[]] + [[-lit] for lit in b]
+            down_a = [[lit] for lit in a] + [[]]
+            down_b = [[lit] for lit in b] + [[]]
             for i in range(len(a) + 1):
                 for j in range(len(b) + 1):
                     if i + j:
-                        up = ([-a[i - 1]] if i else []) + ([-b[j - 1]] if j else [])
-                        self.add(*up, out[min(i + j, width) - 1])
+                        clauses.append(up_a[i] + up_b[j] + [out[min(i + j, width) - 1]])
                     if i + j < width:
-                        down = ([a[i]] if i < len(a) else []) + (
-                            [b[j]] if j < len(b) else []
-                        )
-                        self.add(*down, -out[i + j])
+                        clauses.append(down_a[i] + down_b[j] + [-out[i + j]])
             queue.append(out)
         return queue[0] if queue else []
 
