@@ -7,7 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from patience_encodings import bench, bench_views, engines, known_scores
+from patience_encodings import (
+    bench,
+    bench_last_call,
+    bench_views,
+    engines,
+    known_scores,
+)
 from patience_encodings.known_scores import KnownScore
 from service.cli import main as cli_main
 from verifier import devils_grip as dg
@@ -163,3 +169,20 @@ def test_view_benchmark_with_the_known_line_in_hand(tmp_path, capsys):
     assert "| 12 | =6 (" in capsys.readouterr().out
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["score_proven"] and record["line"] == list(SHIPPED[12].line)
+
+
+def test_last_call_benchmark_refutes_one_card_fewer(tmp_path, capsys):
+    """Deal 12's best score is 6: "5 or fewer" is refuted; a deal whose best
+    score is unknown is skipped; a file claiming 7 is caught, since the call
+    then finds a line leaving 6."""
+    assert bench_last_call.main(["--numbers", "12,25", "--time-limit", "60"]) == 0
+    out = capsys.readouterr().out
+    assert "| 12 | 6 | " in out and "| 25 | unknown |" in out
+    assert "over" not in out
+    wrong = tmp_path / "wrong.jsonl"
+    record = json.loads(known_scores.SHIPPED.read_text().splitlines()[11])
+    assert record["number"] == 12
+    record["lower"] = record["upper"] = 7  # as if 7 were proven best
+    wrong.write_text(json.dumps(record) + "\n")
+    with pytest.raises(AssertionError, match="a line below its best score 7"):
+        bench_last_call.main(["--numbers", "12", "--known", str(wrong)])

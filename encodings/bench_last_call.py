@@ -1,0 +1,81 @@
+"""Benchmark: the last call of a best-score proof, "one card fewer", alone.
+
+Run::
+
+    python -m patience_encodings.bench_last_call --numbers 1,4,5,7,9,12,13,14
+
+Every proof that a deal's best score is ``b`` ends with one refutation: no
+line leaves ``b - 1`` cards or fewer. For each listed deal whose best score
+the known-scores file knows, this runs that single call, the score formula
+restricted below ``b`` (`Encoding.score_below`), on one SAT solver, and
+prints its seconds and conflicts. It is the hardest call of most proofs and
+has no line search, no MaxSAT and no portfolio around it, so it measures a
+change to the formula directly. The answer must be UNSAT (a model would be
+a line better than the best score: a bug, and the run stops on it). The
+limit is enforced by interrupting the solver, so only solvers pysat can
+interrupt are offered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from pysat.solvers import Solver
+
+from verifier import devils_grip as dg
+from verifier.results import Question
+
+from . import known_scores
+from .devils_grip_sat_cnf import build_encoding
+
+#: Solvers whose calls pysat can interrupt at the time limit.
+SOLVERS = ("g4", "g3", "m22", "mc")
+
+
+def last_call(number: int, best: int, limit: float, solver: str) -> tuple[str, str]:
+    """Return (seconds or "over LIMIT s", conflicts) of "below ``best``" on deal
+    ``number``; raise if a line below the best score turns up."""
+    enc = build_encoding(dg.initial_state(dg.numbered_deal(number)), Question.SCORE)
+    below = enc.score_below(best)
+    with Solver(name=solver, bootstrap_with=enc.clauses + below.clauses) as oracle:
+        timer = threading.Timer(limit, oracle.interrupt)
+        began = time.monotonic()
+        timer.start()
+        try:
+            answer = oracle.solve_limited(expect_interrupt=True)
+        finally:
+            timer.cancel()
+        seconds = time.monotonic() - began
+        conflicts = f"{oracle.accum_stats().get('conflicts', 0) / 1000:.0f}k"
+    if answer:
+        raise AssertionError(f"deal {number}: a line below its best score {best}")
+    return (f"{seconds:.1f} s" if answer is False else f"over {limit:g} s"), conflicts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--numbers", default="1,4,5,7,9,12,13,14", help="deals")
+    parser.add_argument("--time-limit", type=float, default=120.0, help="seconds")
+    parser.add_argument("--solver", choices=SOLVERS, default="g4")
+    parser.add_argument("--known", default=str(known_scores.SHIPPED))
+    args = parser.parse_args(argv)
+    known = known_scores.load(Path(args.known))
+    print("| deal | best score | seconds | conflicts |")
+    print("|---|---|---|---|")
+    for number in (int(part) for part in args.numbers.split(",")):
+        entry = known.get(number)
+        if entry is None or entry.lower != entry.upper:
+            print(f"| {number} | unknown | — | — |", flush=True)
+            continue
+        limit, solver = args.time_limit, args.solver
+        seconds, conflicts = last_call(number, entry.upper, limit, solver)
+        print(f"| {number} | {entry.upper} | {seconds} | {conflicts} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
