@@ -45,12 +45,15 @@ Variables (tuple keys in one `IDPool`)
 - ``("open", y)`` / ``("bottom", y)``: ``y`` ends as a stack's top with
   nothing on it / as a stack's bottom (`var_open`, `var_bottom`; the grid
   view of the score only).
-- ``("order", t, i)``, ``(amo, t, i)``: auxiliaries (merge order, counters).
+- ``("order", t, i)``, ``(amo, t, i)``: auxiliaries (merge order, counters);
+  ``("merges", t, j)``, ``("merged", x, t)``, ``("tally", t, node, r)``: the
+  merge count's (`encode_merge_count`).
 
 Families (one method each, the math in its docstring): `encode_path`,
 `encode_links`, `encode_link_times`, `encode_targets`, `encode_merges`,
 `encode_talon_order`; for a verdict `encode_win`; for a score `encode_seals`
-(implied), `encode_score` and, for core-guided bounds, `encode_grid_view`;
+and `encode_merge_count` (implied), `encode_score` and, for core-guided
+bounds, `encode_grid_view`;
 and the dominance restrictions `encode_eager`, `encode_copies`,
 `encode_merge_order`, `encode_merge_copies`, each with its
 without-loss-of-generality argument.
@@ -749,11 +752,14 @@ class Encoding:
         that needs more merges by slot ``t`` than pieces can be ready for them
         is a pigeonhole, which resolution alone refutes only with very long
         proofs: without a counter the solver learns it case by case. Tied to
-        the counters it is propagation. Measured on the plain call "one card
-        fewer than the best score" (Glucose 4, `stride` 3): deal 9 in 17 s
-        against more than 120 s, deal 1 in 5.6 s against 16 s, deal 4 in
-        3.7 s against 12.5 s; strides 2 and 6 about the same. The formula
-        about doubles (about 150k clauses).
+        the counters it is propagation. Measured on the last call of a proof,
+        "one card fewer than the best score" (`bench_last_call`, Glucose 4):
+        deals 1, 4, 9, 13 in 7.1, 4.3, 16.0, 24.0 s against 15.9, 12.5 and
+        over 120 s twice; RC2 alone with the known lines (`bench_views
+        --views grid --known ...`, 30 s): 26 of deals 1-40 proven against
+        23. Ties at every second or sixth slot did about as well as every
+        third, ties only in the first half of the game nothing. The formula
+        about doubles (median 156k clauses against 77k).
         """
         layout = self.layout
         n = layout.n
