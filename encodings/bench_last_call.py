@@ -68,11 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---|---|---|---|")
     for number in (int(part) for part in args.numbers.split(",")):
         entry = known.get(number)
-        if entry is None or entry.lower != entry.upper:
+        if entry is None or not entry.settled:
             print(f"| {number} | unknown | — | — |", flush=True)
             continue
-        limit, solver = args.time_limit, args.solver
-        seconds, conflicts = last_call(number, entry.upper, limit, solver)
+        seconds, conflicts = last_call(
+            number, entry.upper, args.time_limit, args.solver
+        )
         print(f"| {number} | {entry.upper} | {seconds} | {conflicts} |", flush=True)
     return 0
 

@@ -767,7 +767,6 @@ class Encoding:
         movable = [x for x in layout.linkable() if layout.pieces[x].origin != TALON]
         for t in sorted({*range(stride, n + 1, stride), n}):
             merged = [self._merged_by(x, t - 1) for x in movable if layout.lo(x) < t]
-            merged = [lit for lit in merged if lit != -self.true]
             tally = self._exact_totalizer(merged, t, ("tally", t))
             for j in range(1, t + 1):
                 if j <= len(tally):
