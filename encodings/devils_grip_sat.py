@@ -19,8 +19,8 @@ python-sat:
   then core-guided MaxSAT (`devils_grip_score`) raises a proven lower bound
   until it meets the line, counting the score two ways side by side: cards
   left unlinked, and cards missing from the grid's stacks. A `Plan` can run
-  one of the two instead, after a longer beam (`LINES_FIRST`), or at once
-  with no line of its own (`AT_ONCE`): ``auto`` runs one per process.
+  lines for the whole limit instead (`LINES`), or one view at once with no
+  line of its own (`AT_ONCE`): ``auto`` runs the two side by side.
 
 Every line is replayed with `verifier.results.check_result` before it is
 returned. ``time_limit`` is honoured between solver calls and by conflict
@@ -30,6 +30,7 @@ runner kills the process at the hard limit anyway.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -75,9 +76,10 @@ class Plan:
     """How a best-score run spends its time: the beam's share, the views.
 
     The default (`BOTH_VIEWS`, the ``sat`` engine alone) runs both views of
-    the score in one process after a short beam. ``auto`` runs one view per
-    process instead: the unlinked cards after a long beam (`LINES_FIRST`),
-    the short stacks at once (`AT_ONCE`; see `patience_encodings.engines`).
+    the score in one process after a short beam and a short line search.
+    ``auto`` splits the work over two processes instead: one finds lines
+    for the whole limit (`LINES`), the other counts short stacks at once
+    (`AT_ONCE`; see `patience_encodings.engines`).
     """
 
     #: The one score view the core-guided search runs
@@ -89,6 +91,13 @@ class Plan:
     #: core-guided search. Without one only lines found elsewhere restrict
     #: the search, and it brings a line only with its optimal model.
     line_first: bool = True
+    #: When the line search (beam included) hands over to the core-guided
+    #: search: at this share of the limit, counted from the start, and at
+    #: most ``lines_cap`` seconds in (also its allowance without a limit);
+    #: a cap of None lets it run to the limit, or without a limit until its
+    #: whole-formula descent answers.
+    lines_share: float = LINES_SHARE
+    lines_cap: float | None = LINES_MAX
 
 
 BOTH_VIEWS = Plan()
@@ -98,22 +107,30 @@ BOTH_VIEWS = Plan()
 #: instead of 17 s), 10 with 5 s (deal 4 lost its line); lines summing 241,
 #: 240 and 244.
 LINES_BEAM_MAX = 10.0
-#: Lines first, then unlinked cards: in ``auto`` this member brings the lines
-#: (a long beam: `devils_grip_beam.LONG_SHARE` of the limit, at most
-#: `LINES_BEAM_MAX` seconds), which restrict the other member's short-stacks
-#: search (`AT_ONCE`) as they come; then it raises its own bound by counting
-#: unlinked cards, unrestricted (the count is that view's objective itself:
-#: `devils_grip_score`, "A line in hand").
-#: The two views' cores differ and neither is ahead on every deal, so a
-#: member each covers both: deals 1-20 at 60 s, 15 and 13 best scores proven
-#: in two runs against 12 when this member counted short stacks too (4, 5 by
-#: the unlinked count in both); elsewhere within a run's noise (deals 21-40
-#: at 60 s: 13 and 11 against 12; 41-100 at 10 s: 22 and 19 against 20).
-LINES_FIRST = Plan(
-    view="links", beam_share=devils_grip_beam.LONG_SHARE, beam_cap=LINES_BEAM_MAX
+#: Lines for the whole limit: in ``auto`` this member brings the lines (a
+#: long beam: `devils_grip_beam.LONG_SHARE` of the limit, at most
+#: `LINES_BEAM_MAX` seconds, then the neighbourhood search to the end),
+#: which restrict the other member's short-stacks search (`AT_ONCE`) as they
+#: come. The neighbourhood search's last stage, the whole formula under
+#: "one card fewer" (`devils_grip_lns`), is this member's own proof: UNSAT
+#: there proves its line optimal. So the core-guided search never runs in
+#: this member (``view`` names the count it would run if the line search
+#: ended without settling the score, which it does not). It replaced the
+#: unlinked-cards count after the beam, which at 10 s decided 0 or 1 of
+#: 100 proofs: ``patience bench --engine auto --count 100 --time-limit 10
+#: --score``, two runs each on the idle machine, 51 and 46 best scores
+#: proven against 40 and 44, lines summing 1153 and 1162 against 1202 and
+#: 1187; deals 1-40 at 60 s, 37 against 35 (deal 25 in 46 s, by the
+#: descent; its proof took RC2 115-266 s).
+LINES = Plan(
+    view="links",
+    beam_share=devils_grip_beam.LONG_SHARE,
+    beam_cap=LINES_BEAM_MAX,
+    lines_share=1.0,
+    lines_cap=None,
 )
 #: Short stacks at once: RC2 from the start, with no line of its own. In
-#: ``auto`` (`patience_encodings.engines`) the lines the `LINES_FIRST`
+#: ``auto`` (`patience_encodings.engines`) the lines the `LINES`
 #: member reports restrict it as they come (`devils_grip_score.least_score`'s
 #: ``elsewhere``), and on easy deals it proves the best score while that
 #: member's beam still runs (deals 41, 68 and 88 in under a second). Even
@@ -134,6 +151,10 @@ class _Run:
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self.began, 4)
+
+    def expired(self) -> bool:
+        """Whether the limit has passed (nothing more should be started)."""
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
 
 def prove(
@@ -327,8 +348,9 @@ DESCENT = "descent"
 def _prove_score(state: dg.State, run: _Run) -> ProofResult:
     """Win check, the beam's line, better lines, then core-guided bounds.
 
-    The neighbourhood search (`devils_grip_lns`) gets a share of the time
-    (`LINES_SHARE`, at most `LINES_MAX` seconds); the core-guided search
+    The neighbourhood search (`devils_grip_lns`) gets the plan's share of
+    the time (`Plan.lines_share`, at most `Plan.lines_cap` seconds; by
+    default `LINES_SHARE` and `LINES_MAX`); the core-guided search
     (`devils_grip_score`) then raises a proven lower bound until it meets
     the best line's score or returns an optimal model itself. A plan without
     a line first (`AT_ONCE`) goes straight to the core-guided search,
@@ -354,7 +376,7 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
             if best.score is None:
                 return _unknown(run, Question.SCORE, None, best.lower, ())
             _better_lines(enc, solver, run, best, _lines_deadline(run))
-    if not best.settled():
+    if not best.settled() and not run.expired():
         _raise_lower_bound(enc, run, best)
     if best.settled():
         return _lost_proven(run, best)
@@ -409,10 +431,12 @@ def _improve(
 
 def _lines_deadline(run: _Run) -> float:
     """Return when the line search must hand over to the core-guided search."""
+    plan = run.plan
+    cap = math.inf if plan.lines_cap is None else plan.lines_cap
     if run.deadline is None:
-        return run.began + LINES_MAX
-    share = LINES_SHARE * (run.deadline - run.began)
-    return min(run.deadline, run.began + min(share, LINES_MAX))
+        return run.began + cap
+    share = plan.lines_share * (run.deadline - run.began)
+    return min(run.deadline, run.began + min(share, cap))
 
 
 def _better_lines(

@@ -99,15 +99,15 @@ def _devils_grip_cores_or_search(
 #: What ``auto`` runs side by side, per game and question: named provers, one
 #: process each. The machine has few cores: SMT is the slower cross-check and
 #: runs on request; Besieged Fortress's SAT encoding finds wins only in small
-#: positions. For a Devil's Grip best score two members share the two cores,
-#: one view of the score each: the SAT prover with a long beam first, whose
-#: lines restrict the other member's short-stacks search as they come, and
-#: which then counts unlinked cards (`devils_grip_sat.LINES_FIRST`); and
-#: `_devils_grip_cores_or_search`. Deals 1-20 at 60 s (`patience bench
-#: --engine auto --count 20 --time-limit 60 --score`): 15 and 13 best scores
-#: proven in two runs, against 12 with both members counting short stacks, 13 with
-#: three members (the unlinked cards in a third process, which slowed the
-#: beam on two cores: 15 of deals 41-100 at 10 s, against 19-22 now).
+#: positions. For a Devil's Grip best score two members share the two cores:
+#: the SAT prover finding lines for the whole limit (a long beam, then the
+#: neighbourhood search, whose last stage, the whole formula under "one card
+#: fewer", proves its line optimal: `devils_grip_sat.LINES`), whose lines
+#: restrict the other member's short-stacks search as they come; and
+#: `_devils_grip_cores_or_search`. Deals 1-100 at 10 s (`patience bench
+#: --engine auto --count 100 --time-limit 10 --score`): 51 and 46 best
+#: scores proven in two runs, against 40 and 44 when the first member
+#: counted unlinked cards after its beam; deals 1-40 at 60 s, 37 against 35.
 PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
     "devils-grip": {
         Question.VERDICT: {
@@ -115,7 +115,7 @@ PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
             "search": devils_grip_search.prove,
         },
         Question.SCORE: {
-            "sat-lines": _devils_grip_sat(devils_grip_sat.LINES_FIRST),
+            "sat-lines": _devils_grip_sat(devils_grip_sat.LINES),
             "cores-or-search": _devils_grip_cores_or_search,
         },
     },

@@ -220,15 +220,32 @@ def test_best_score_and_verdict_agree_with_exhaustive_search(chunk):
         assert (verdict.status is Status.WON) == (expected == 0)
 
 
-@pytest.mark.parametrize("plan", [sat.LINES_FIRST, sat.AT_ONCE, sat.Plan(view="grid")])
+@pytest.mark.parametrize("plan", [sat.LINES, sat.AT_ONCE, sat.Plan(view="grid")])
 def test_each_single_view_plan_proves_the_exhaustive_best_score(plan):
-    """A plan may run one view of the score alone (``auto`` runs the unlinked
-    cards after a beam and the short stacks at once): each must be exact."""
+    """A plan may run one view of the score alone, or none (``auto`` finds
+    lines all along in one member and counts short stacks at once in the
+    other): each must be exact."""
     for state in [*late_positions(4, seed=700), *jammed_positions(3, seed=7)]:
         result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
         assert result.score_proven and result.best_score == brute_best_score(state)
         views = {view for _, _, view in result.stats.get("core_bounds", [])}
         assert views <= {plan.view}
+        if plan is sat.LINES:  # the line search ran to its proof
+            assert "core_bounds" not in result.stats
+
+
+def test_lines_all_along_prove_a_whole_deal_by_the_descent():
+    """Deal 12 (best score 6): with the line search given the whole limit,
+    its last stage (the whole formula under "one card fewer") is the proof."""
+    plan = sat.Plan(
+        view="links", beam_share=0.05, beam_cap=0.5, lines_share=1.0, lines_cap=None
+    )
+    state = dg.initial_state(dg.numbered_deal(12))
+    result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
+    assert result.score_proven and result.best_score == 6
+    check_result(dg.GAME, state, result)
+    assert "totalizer UNSAT at 5" in result.method
+    assert "core_bounds" not in result.stats and result.stats["lns_calls"] > 0
 
 
 def test_a_single_view_proves_a_whole_deals_best_score():
