@@ -28,8 +28,7 @@ def test_shipped_file_covers_deals_1_to_100_and_every_line_replays():
     assert sorted(SHIPPED) == list(range(1, 101))
     for entry in SHIPPED.values():
         known_scores.check(entry)  # replays the line, checks lower <= upper
-    settled = [n for n, e in SHIPPED.items() if e.settled]
-    assert len(settled) >= 98
+    assert all(entry.settled for entry in SHIPPED.values())
     assert SHIPPED[12].settled and SHIPPED[12].upper == 6
 
 
@@ -74,15 +73,21 @@ def test_merge_keeps_the_best_line_and_the_highest_bound_of_all_runs():
 def test_merge_takes_a_known_scores_file_with_new_runs():
     """The shipped entries merge with new runs: a higher bound replaces the
     old one, and on ties the file keeps its own labels."""
-    old = SHIPPED[54]
-    assert not old.settled
-    entries = [e.to_json() for e in SHIPPED.values()]
+    old = _open(SHIPPED[54])
+    entries = [(old if n == 54 else e).to_json() for n, e in SHIPPED.items()]
     runs = [_record(54, "auto", lower=old.upper), _record(12, "auto", lower=6)]
     merged = known_scores.merge([*entries, *runs])
     assert sorted(merged) == sorted(SHIPPED)
     assert merged[54].settled and merged[54].lower_by.startswith("auto")
     assert merged[54].upper_by == old.upper_by and merged[54].line == old.line
     assert merged[12] == SHIPPED[12]
+
+
+def _open(entry: KnownScore) -> KnownScore:
+    """Return ``entry`` as it stood before its bound met its line (every
+    shipped deal is settled now): a card lower, by an older run."""
+    assert entry.settled
+    return replace(entry, lower=entry.lower - 1, lower_by="an older run")
 
 
 def test_conflicts_name_a_bound_above_a_known_line_and_a_line_below_a_bound():
@@ -175,7 +180,11 @@ def test_last_call_benchmark_refutes_one_card_fewer(tmp_path, capsys):
     """Deal 12's best score is 6: "5 or fewer" is refuted; a deal whose best
     score is unknown is skipped; a file claiming 7 is caught, since the call
     then finds a line leaving 6."""
-    assert bench_last_call.main(["--numbers", "12,54", "--time-limit", "60"]) == 0
+    known = tmp_path / "known.jsonl"
+    entries = [SHIPPED[12], _open(SHIPPED[54])]
+    known.write_text("".join(json.dumps(e.to_json()) + "\n" for e in entries))
+    argv = ["--numbers", "12,54", "--time-limit", "60", "--known", str(known)]
+    assert bench_last_call.main(argv) == 0
     out = capsys.readouterr().out
     assert "| 12 | 6 | " in out and "| 54 | unknown |" in out
     assert "over" not in out
