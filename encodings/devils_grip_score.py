@@ -77,9 +77,11 @@ grid view's bound is higher on seven, the links view's on five; deal 12 is
 proven (6 cards) in 1.2 s by the grid view, 7.6 s by the links view; deal 5
 (14) in 6.0 s by the links view, where the grid view reaches 8. So the
 ``sat`` engine alone runs both in one process, each getting the next step
-when its oracle has met fewer conflicts; ``auto`` runs one view per
-process (deals 1-20 at 9 s: bounds summing 183 against 170 for both views
-in one process).
+when its oracle has met fewer conflicts. ``auto`` gave each view a process
+of its own (deals 1-20 at 9 s: bounds summing 183 against 170 for both
+views in one process); it now runs the grid view alone beside a member
+that searches lines all along (`devils_grip_sat.LINES`), which at 10 and
+60 s proved more than the links view did in its place.
 
 Time limits: Glucose can be stopped between conflict budgets, so every oracle
 call runs in chunks and raises `OutOfTime` at the deadline. A cut-short call
