@@ -4,6 +4,7 @@ Run::
 
     python -m patience_encodings.known_scores merge RESULTS.jsonl... --out FILE
     python -m patience_encodings.known_scores check FILE
+    python -m patience_encodings.known_scores summary FILE
 
 Proofs of whole deals' best scores take minutes where the benchmarks give
 seconds, so the truth they measure against is computed once, with long
@@ -160,6 +161,33 @@ def conflicts(entry: KnownScore, lower: int | None, upper: int | None) -> list[s
     return found
 
 
+def summary(entries: dict[int, KnownScore]) -> list[str]:
+    """Return the report of `summary`: how the known best scores spread.
+
+    Only settled entries count (an open range is no best score); the
+    histogram gives each best score and how many deals have it, so any
+    grading scale can be read off it.
+    """
+    scores = sorted(e.upper for e in entries.values() if e.settled)
+    out = [f"{len(entries)} deals, {len(scores)} best scores known"]
+    if not scores:
+        return out
+    mid = len(scores) // 2
+    median = scores[mid] if len(scores) % 2 else (scores[mid - 1] + scores[mid]) / 2
+    out.append(
+        f"median {median:g}, mean {sum(scores) / len(scores):.2f}, "
+        f"range {scores[0]}-{scores[-1]}"
+    )
+    values = sorted(set(scores))
+    out += [
+        "",
+        "| best score | " + " | ".join(str(v) for v in values) + " |",
+        "|---|" + "---|" * len(values),
+        "| deals | " + " | ".join(str(scores.count(v)) for v in values) + " |",
+    ]
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -168,7 +196,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p = sub.add_parser("check", help="replay every line of a known-scores file")
     p.add_argument("file", type=Path, nargs="?", default=SHIPPED)
+    p = sub.add_parser("summary", help="how the known best scores spread")
+    p.add_argument("file", type=Path, nargs="?", default=SHIPPED)
     args = parser.parse_args(argv)
+    if args.command == "summary":
+        print("\n".join(summary(load(args.file))))
+        return 0
     if args.command == "merge":
         records = [
             json.loads(text)

@@ -195,3 +195,21 @@ def test_last_call_benchmark_refutes_one_card_fewer(tmp_path, capsys):
     wrong.write_text(json.dumps(record) + "\n")
     with pytest.raises(AssertionError, match="a line below its best score 7"):
         bench_last_call.main(["--numbers", "12", "--known", str(wrong)])
+
+
+def test_summary_counts_only_settled_best_scores():
+    """The spread of the shipped file, and an open entry left out of it."""
+    lines = known_scores.summary(SHIPPED)
+    assert lines[0] == "100 deals, 100 best scores known"
+    header, _, counts = lines[-3:]
+    values = [int(v) for v in header.strip("|").split("|")[1:]]
+    numbers = [int(v) for v in counts.strip("|").split("|")[1:]]
+    assert sum(numbers) == 100
+    assert dict(zip(values, numbers, strict=True))[6] == sum(
+        e.upper == 6 for e in SHIPPED.values()
+    )
+    some = {12: SHIPPED[12], 54: _open(SHIPPED[54])}
+    assert known_scores.summary(some)[:2] == [
+        "2 deals, 1 best scores known",
+        "median 6, mean 6.00, range 6-6",
+    ]
