@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +105,13 @@ def load(path: Path = SHIPPED) -> dict[int, KnownScore]:
     return entries
 
 
+def save(entries: Iterable[KnownScore], path: Path) -> None:
+    """Write ``entries`` as a known-scores file (one JSON line each)."""
+    path.write_text(
+        "".join(json.dumps(e.to_json()) + "\n" for e in entries), encoding="utf-8"
+    )
+
+
 def merge(records: Iterable[dict]) -> dict[int, KnownScore]:
     """Return, per deal, the highest proven bound and the best line of
     ``records`` (result lines of ``patience bench --out`` or ``bench_views
@@ -168,22 +177,20 @@ def summary(entries: dict[int, KnownScore]) -> list[str]:
     histogram gives each best score and how many deals have it, so any
     grading scale can be read off it.
     """
-    scores = sorted(e.upper for e in entries.values() if e.settled)
+    scores = [e.upper for e in entries.values() if e.settled]
     out = [f"{len(entries)} deals, {len(scores)} best scores known"]
     if not scores:
         return out
-    mid = len(scores) // 2
-    median = scores[mid] if len(scores) % 2 else (scores[mid - 1] + scores[mid]) / 2
     out.append(
-        f"median {median:g}, mean {sum(scores) / len(scores):.2f}, "
-        f"range {scores[0]}-{scores[-1]}"
+        f"median {statistics.median(scores):g}, "
+        f"mean {statistics.mean(scores):.2f}, range {min(scores)}-{max(scores)}"
     )
-    values = sorted(set(scores))
+    counts = sorted(Counter(scores).items())
     out += [
         "",
-        "| best score | " + " | ".join(str(v) for v in values) + " |",
-        "|---|" + "---|" * len(values),
-        "| deals | " + " | ".join(str(scores.count(v)) for v in values) + " |",
+        "| best score | " + " | ".join(str(v) for v, _ in counts) + " |",
+        "|---|" + "---|" * len(counts),
+        "| deals | " + " | ".join(str(k) for _, k in counts) + " |",
     ]
     return out
 
@@ -210,10 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if text.strip()
         ]
         entries = merge(records)
-        args.out.write_text(
-            "".join(json.dumps(e.to_json()) + "\n" for e in entries.values()),
-            encoding="utf-8",
-        )
+        save(entries.values(), args.out)
     else:
         entries = load(args.file)
         for entry in entries.values():

@@ -181,8 +181,7 @@ def test_last_call_benchmark_refutes_one_card_fewer(tmp_path, capsys):
     score is unknown is skipped; a file claiming 7 is caught, since the call
     then finds a line leaving 6."""
     known = tmp_path / "known.jsonl"
-    entries = [SHIPPED[12], _open(SHIPPED[54])]
-    known.write_text("".join(json.dumps(e.to_json()) + "\n" for e in entries))
+    known_scores.save([SHIPPED[12], _open(SHIPPED[54])], known)
     argv = ["--numbers", "12,54", "--time-limit", "60", "--known", str(known)]
     assert bench_last_call.main(argv) == 0
     out = capsys.readouterr().out
