@@ -24,8 +24,10 @@ from verifier.results import ProofResult, Question, Status
 SHIPPED = known_scores.load()
 
 
-def test_shipped_file_covers_deals_1_to_200_and_every_line_replays():
-    assert sorted(SHIPPED) == list(range(1, 201))
+def test_shipped_file_covers_deals_1_to_300_and_every_line_replays():
+    """Every lost deal of 1-300 (deal 274 is won: no best-score benchmark),
+    each best score known."""
+    assert sorted(SHIPPED) == [n for n in range(1, 301) if n != 274]
     for entry in SHIPPED.values():
         known_scores.check(entry)  # replays the line, checks lower <= upper
     assert all(entry.settled for entry in SHIPPED.values())
@@ -124,12 +126,15 @@ def test_bench_compares_rows_with_the_known_scores():
     )
 
 
-@pytest.mark.parametrize(("number", "engine"), [(12, "auto"), (2, "sat"), (9, "sat")])
+@pytest.mark.parametrize(
+    ("number", "engine"), [(12, "auto"), (125, "auto"), (2, "sat"), (9, "sat")]
+)
 def test_engines_never_contradict_the_known_scores(number, engine):
     """A proven bound above a known line, or a line below a known bound, is a bug.
 
     Deal 2's best line (5) is far below what the beam finds (8), and its bound
-    comes slowly: both sides of the bracket are exercised.
+    comes slowly: both sides of the bracket are exercised. Deal 125 is one of
+    the deals no setting was tuned on (best score 5).
     """
     entry = SHIPPED[number]
     start = start_from_number(dg.GAME, number)
