@@ -94,14 +94,18 @@ def check(entry: KnownScore) -> None:
         raise InputError(f"deal {entry.number}: bound {entry.lower} above its line")
 
 
+def _json_lines(path: Path) -> list[dict]:
+    """Return the records of a JSON-lines file (a known-scores or result file)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(text) for text in lines if text.strip()]
+
+
 def load(path: Path = SHIPPED) -> dict[int, KnownScore]:
     """Return the entries of a known-scores file by deal number (unchecked)."""
     entries = {}
-    for text in path.read_text(encoding="utf-8").splitlines():
-        if text.strip():
-            data = json.loads(text)
-            data["line"] = tuple(data["line"])
-            entries[data["number"]] = KnownScore(**data)
+    for data in _json_lines(path):
+        data["line"] = tuple(data["line"])
+        entries[data["number"]] = KnownScore(**data)
     return entries
 
 
@@ -210,12 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(summary(load(args.file))))
         return 0
     if args.command == "merge":
-        records = [
-            json.loads(text)
-            for path in args.results
-            for text in path.read_text(encoding="utf-8").splitlines()
-            if text.strip()
-        ]
+        records = [rec for path in args.results for rec in _json_lines(path)]
         entries = merge(records)
         save(entries.values(), args.out)
     else:
