@@ -1,7 +1,8 @@
 """Benchmarks: provers on fixed deal sets, figures printed (never a timed test).
 
 ``patience bench --engine search,sat --count 1000 --time-limit 10 [--score]``
-solves numbered deals ``start .. start + count - 1`` one after another (one
+solves numbered deals ``start .. start + count - 1`` (or the list
+``--numbers 1,4,10-20``) one after another (one
 core; each solve in its own killable process, as in production) and prints,
 per engine: verdicts proven, best scores proven, time median / p90 / p99 /
 max, states per second where the prover counts states, and the distribution
@@ -13,16 +14,18 @@ proven bounds stay below the best known bound, and any contradiction.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from verifier.formats import start_from_number
+from verifier.errors import InputError
+from verifier.formats import parse_numbers, start_from_number
 from verifier.registry import get_game
 from verifier.results import ProofResult, Question, Status
 
@@ -179,10 +182,30 @@ def format_table(figures: dict[str, dict[str, object]], question: Question) -> s
     return "\n".join(lines)
 
 
+def numbers_option(text: str) -> tuple[int, ...]:
+    """Read a ``--numbers`` value for argparse: a bad list exits 2 with the reason."""
+    try:
+        return parse_numbers(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def describe_numbers(numbers: Sequence[int]) -> str:
+    """Return ``a..b`` for a run of consecutive deals, else the count and the span."""
+    first, last = min(numbers), max(numbers)
+    if list(numbers) == list(range(first, last + 1)):
+        return f"{first}..{last}"
+    return f"{len(numbers)} between {first} and {last}"
+
+
 def main(args, out: TextIO) -> int:
-    """Run the benchmark described by the CLI arguments; print the table."""
+    """Run the benchmark described by the CLI arguments; print the table.
+
+    ``args.numbers`` is the deal list (`verifier.formats.parse_numbers`), or
+    None for ``args.start .. args.start + args.count - 1``.
+    """
     question = Question.SCORE if args.score else Question.VERDICT
-    numbers = range(args.start, args.start + args.count)
+    numbers = args.numbers or range(args.start, args.start + args.count)
     figures, compared = {}, {}
     known = known_scores.load(Path(args.known)) if args.known else {}
     sink = open(args.out, "w", encoding="utf-8") if args.out else None
@@ -215,7 +238,7 @@ def main(args, out: TextIO) -> int:
         if sink:
             sink.close()
     print(
-        f"deals {args.start}..{args.start + args.count - 1}, question "
+        f"deals {describe_numbers(numbers)}, question "
         f"{question.value}, time limit {args.time_limit:g} s, "
         f"wall {time.monotonic() - began:.1f} s",
         file=out,

@@ -30,6 +30,7 @@ from verifier import devils_grip as dg
 from verifier.results import Question
 
 from . import known_scores
+from .bench import numbers_option
 from .devils_grip_sat_cnf import build_encoding
 
 #: Solvers whose calls pysat can interrupt at the time limit.
@@ -58,7 +59,9 @@ def last_call(number: int, best: int, limit: float, solver: str) -> tuple[str, s
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--numbers", default="1,4,5,7,9,12,13,14", help="deals")
+    parser.add_argument(
+        "--numbers", type=numbers_option, default="1,4,5,7,9,12,13,14", help="deals"
+    )
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds")
     parser.add_argument("--solver", choices=SOLVERS, default="g4")
     parser.add_argument("--known", default=str(known_scores.SHIPPED))
@@ -66,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     known = known_scores.load(Path(args.known))
     print("| deal | best score | seconds | conflicts |")
     print("|---|---|---|---|")
-    for number in (int(part) for part in args.numbers.split(",")):
+    for number in args.numbers:
         entry = known.get(number)
         if entry is None or not entry.settled:
             print(f"| {number} | unknown | — | — |", flush=True)

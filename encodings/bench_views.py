@@ -7,7 +7,8 @@ Run::
 The core-guided search (`devils_grip_score`) can count a line's score as the
 cards left unlinked (``links``) or as the cards the grid's stacks lack at the
 end (``grid``). For numbered deals ``start .. start + count - 1`` this runs
-RC2 on each view alone (``--views links,grid``, one after the other) and
+RC2 on each view alone (``--views links,grid``, one after the other; or the
+deals ``--numbers 3,13,20-25``) and
 prints the best proven lower bound within the limit, with the time it came,
 or the optimum (marked ``=``) when RC2 finished; and, for each pair of views,
 on how many deals each was higher. No line-finder runs: the bounds are RC2's
@@ -34,6 +35,7 @@ from verifier.results import Question
 from . import devils_grip_sat as sat
 from . import devils_grip_score as score_mod
 from . import known_scores
+from .bench import numbers_option
 from .devils_grip_sat_cnf import build_encoding
 from .known_scores import KnownScore
 
@@ -112,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--start", type=int, default=1, help="first deal number")
     parser.add_argument("--count", type=int, default=15, help="number of deals")
+    parser.add_argument(
+        "--numbers", type=numbers_option, help="deals 1,4,10-20, not --start/--count"
+    )
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds")
     parser.add_argument("--views", default="links,grid", help="comma-separated")
     parser.add_argument("--out", help="write every run as JSON lines to this file")
@@ -126,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---" * (len(views) + 1) + "|")
     rows = []
     sink = open(args.out, "w", encoding="utf-8") if args.out else None
-    for number in range(args.start, args.start + args.count):
+    for number in args.numbers or range(args.start, args.start + args.count):
         entry = known.get(number)
         found = [view_bound(number, view, args.time_limit, entry) for view in views]
         rows.append([run.bound for run in found])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from service import cli_serve
 from verifier.errors import InputError, PatienceError
-from verifier.formats import Start, read_start, start_from_number
+from verifier.formats import Start, parse_numbers, read_start, start_from_number
 from verifier.registry import DEFAULT_GAME, GAMES, get_game
 from verifier.replay import replay
 
@@ -196,6 +196,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.count < 1 or args.start < 0:
         raise InputError("--count must be at least 1 and --start at least 0")
+    args.numbers = parse_numbers(args.numbers) if args.numbers else None
     return bench.main(args, sys.stdout)
 
 
@@ -350,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", default="auto", help="engines, comma-separated")
     p.add_argument("--start", type=int, default=1, help="first deal number")
     p.add_argument("--count", type=int, default=100, help="number of deals")
+    p.add_argument("--numbers", help="deals 1,4,10-20 instead of --start/--count")
     p.add_argument("--time-limit", type=float, default=10.0, help="seconds per deal")
     p.add_argument("--score", action="store_true", help="prove best scores too")
     p.add_argument("--out", help="write every result as JSON lines to this file")

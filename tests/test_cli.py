@@ -89,3 +89,18 @@ def test_installed_console_script_shows_no_traceback(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: deal: card 2S appears 3 times (at most twice)"
+
+
+def test_bench_runs_the_listed_deals(capsys):
+    """``--numbers`` names scattered deals; the table counts exactly those."""
+    code, out, _ = run(
+        capsys, "bench", "--engine", "sat", "--numbers", "7,3", "--time-limit", "10"
+    )
+    assert code == 0
+    assert "deals 2 between 3 and 7, question verdict" in out
+    assert "| sat | 2 | 0 | 2 | 0 | 100.0 % |" in out
+
+
+def test_bench_with_bad_deal_numbers_exits_2(capsys):
+    code, _, err = run(capsys, "bench", "--numbers", "5-2")
+    assert code == 2 and "bad deal numbers '5-2'" in err and "Traceback" not in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from verifier.errors import (
     MoveSyntaxError,
     PositionError,
 )
-from verifier.formats import read_start
+from verifier.formats import parse_numbers, read_start
 from verifier.shuffle import splitmix64
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
@@ -170,3 +171,23 @@ def test_move_lists_allow_commas_newlines_and_comments():
 def test_bad_moves_are_named(text):
     with pytest.raises(MoveSyntaxError):
         dg.parse_moves(text)
+
+
+def test_deal_numbers_read_lists_and_ranges_in_the_order_given():
+    assert parse_numbers("12, 3,7-9,3") == (12, 3, 7, 8, 9)
+    assert parse_numbers("0") == (0,)
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("1,,2", "bad deal numbers ''"),
+        ("9-3", "bad deal numbers '9-3': 3 < 9"),
+        ("4,x", "bad deal numbers 'x'"),
+        ("-2", "bad deal numbers '-2'"),
+        ("1-2000000", "more than 100000 deal numbers"),
+    ],
+)
+def test_bad_deal_numbers_name_the_item(text, message):
+    with pytest.raises(InputError, match=re.escape(message)):
+        parse_numbers(text)

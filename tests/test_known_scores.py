@@ -160,7 +160,7 @@ def test_bench_known_option_reports_gaps_and_keeps_the_asked_engine(tmp_path, ca
 
 def test_view_benchmark_writes_runs_that_merge_into_known_scores(tmp_path, capsys):
     out = tmp_path / "views.jsonl"
-    argv = ["--start", "12", "--count", "1", "--time-limit", "8", "--views", "grid"]
+    argv = ["--numbers", "12", "--time-limit", "8", "--views", "grid"]
     assert bench_views.main([*argv, "--out", str(out)]) == 0
     assert "| 12 | =6 (" in capsys.readouterr().out
     records = [json.loads(line) for line in out.read_text().splitlines()]
@@ -218,3 +218,11 @@ def test_summary_counts_only_settled_best_scores():
         "2 deals, 1 best scores known",
         "median 6, mean 6.00, range 6-6",
     ]
+
+
+def test_benchmark_scripts_reject_bad_deal_numbers(capsys):
+    for script in (bench_views, bench_last_call):
+        with pytest.raises(SystemExit) as exit_:
+            script.main(["--numbers", "3,x"])
+        assert exit_.value.code == 2
+        assert "bad deal numbers 'x'" in capsys.readouterr().err

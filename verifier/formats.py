@@ -6,6 +6,9 @@ A *start* is what a prover or a replay begins from. It may be given as
 - a deal in JSON: a list of tokens, or ``{"game": ..., "deal": [...]}``;
 - a position in JSON: ``{"game": ..., "grid": ..., ...}`` (the game's own fields);
 - a numbered deal: ``{"game": ..., "number": N}`` or the text ``number N``.
+
+`parse_numbers` reads a list of deal numbers (``1,4,10-20``), as the
+benchmarks take them.
 """
 
 from __future__ import annotations
@@ -98,3 +101,31 @@ def read_start(text: str, game_name: str | None = None) -> Start:
     if match:
         return start_from_number(game, int(match.group(1)))
     return start_from_deal(game, game.parse_deal(text))
+
+
+#: `parse_numbers` expands at most this many deal numbers.
+MAX_NUMBERS = 100_000
+_SPAN = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+def parse_numbers(text: str) -> tuple[int, ...]:
+    """Return the deal numbers of ``1,4,10-20`` in the order given (ranges inclusive).
+
+    A benchmark on scattered deals (the ones a run left open, a sample across
+    1-1000) names them instead of running a whole range. Repeats are kept
+    once; an empty item, a backwards range or anything but digits is an
+    `InputError` naming the item.
+    """
+    numbers: dict[int, None] = {}
+    for item in text.split(","):
+        match = _SPAN.match(item.strip())
+        if not match:
+            raise InputError(f"bad deal numbers {item.strip()!r}: expected N or N-M")
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) else first
+        if last < first:
+            raise InputError(f"bad deal numbers {item.strip()!r}: {last} < {first}")
+        if len(numbers) + last - first + 1 > MAX_NUMBERS:
+            raise InputError(f"more than {MAX_NUMBERS} deal numbers")
+        numbers.update(dict.fromkeys(range(first, last + 1)))
+    return tuple(numbers)
