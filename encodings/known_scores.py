@@ -41,7 +41,7 @@ from verifier import devils_grip as dg
 from verifier.errors import InputError
 from verifier.replay import replay
 
-#: The file shipped with the project (the lost deals of 1-300, all settled).
+#: The file shipped with the project (the lost deals of 1-400, all settled).
 SHIPPED = (
     Path(__file__).resolve().parent.parent
     / "seeds"
