@@ -117,14 +117,14 @@ def parse_numbers(text: str) -> tuple[int, ...]:
     `InputError` naming the item.
     """
     numbers: dict[int, None] = {}
-    for item in text.split(","):
-        match = _SPAN.match(item.strip())
+    for item in (part.strip() for part in text.split(",")):
+        match = _SPAN.match(item)
         if not match:
-            raise InputError(f"bad deal numbers {item.strip()!r}: expected N or N-M")
+            raise InputError(f"bad deal numbers {item!r}: expected N or N-M")
         first = int(match.group(1))
         last = int(match.group(2)) if match.group(2) else first
         if last < first:
-            raise InputError(f"bad deal numbers {item.strip()!r}: {last} < {first}")
+            raise InputError(f"bad deal numbers {item!r}: {last} < {first}")
         if len(numbers) + last - first + 1 > MAX_NUMBERS:
             raise InputError(f"more than {MAX_NUMBERS} deal numbers")
         numbers.update(dict.fromkeys(range(first, last + 1)))
