@@ -198,6 +198,13 @@ def describe_numbers(numbers: Sequence[int]) -> str:
     return f"{len(numbers)} between {first} and {last}"
 
 
+def _open_out(path: str) -> TextIO:
+    try:
+        return open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by main)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def main(args, out: TextIO) -> int:
     """Run the benchmark described by the CLI arguments; print the table.
 
@@ -208,7 +215,7 @@ def main(args, out: TextIO) -> int:
     numbers = args.numbers or range(args.start, args.start + args.count)
     figures, compared = {}, {}
     known = known_scores.load(Path(args.known)) if args.known else {}
-    sink = open(args.out, "w", encoding="utf-8") if args.out else None
+    sink = _open_out(args.out) if args.out else None
     began = time.monotonic()
     try:
         for engine in args.engine.split(","):

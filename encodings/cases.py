@@ -23,7 +23,6 @@ form), or ``deal:`` (deal text, or ``number N``). Optional per case: ``id``,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,11 +30,13 @@ from typing import Any
 import yaml
 
 from verifier.errors import InputError, PatienceError
+from verifier.fields import check_plain, get_number, get_string
 from verifier.formats import Start, read_start, start_from_json
 from verifier.game import Game
 from verifier.registry import get_game
 from verifier.replay import replay
-from verifier.results import ProofResult, Question, Status
+from verifier.results import ProofResult, Question, Status, check_question
+from verifier.textforms import load_json
 
 from . import engines
 
@@ -111,17 +112,30 @@ def raw_cases(text: str, *, source: str = "cases") -> tuple[list[Any], str | Non
     return _raw_cases(text, source)
 
 
+class _NoAliases(yaml.SafeLoader):
+    """YAML without anchors' aliases: a few bytes of ``*a`` can stand for
+    gigabytes once expanded (each level of aliases multiplies the text), and
+    no case needs one."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not accepted in a case file", mark
+            )
+        return super().compose_node(parent, index)
+
+
 def _raw_cases(text: str, source: str) -> tuple[list[Any], str | None]:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if lines and all(ln.lstrip().startswith("{") for ln in lines):
         try:
-            return [json.loads(ln) for ln in lines], None
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{source}: malformed JSON line: {exc.msg}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: malformed YAML: {exc}") from None
+            data: Any = [load_json(ln) for ln in lines]
+        except InputError as exc:
+            raise InputError(f"{source}: {exc.message} (a JSON line)") from None
+    else:
+        data = _load_yaml(text, source)
+    check_plain(data, source)
     if isinstance(data, dict) and isinstance(data.get("cases"), list):
         return data["cases"], data.get("game")
     if isinstance(data, list):
@@ -129,10 +143,21 @@ def _raw_cases(text: str, source: str) -> tuple[list[Any], str | None]:
     raise InputError(f"{source}: expected a list of cases or a mapping with 'cases'")
 
 
+def _load_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_NoAliases)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source}: malformed YAML: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{source}: malformed YAML: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python reads
+        raise InputError(f"{source}: malformed YAML: {exc}") from None
+
+
 def _case(item: Any, index: int, default_game: str | None, source: str) -> Case:
     if not isinstance(item, dict):
         raise InputError(f"{source}: case {index} is not a mapping")
-    ident = str(item.get("id", f"case-{index}"))
+    ident = _ident(item.get("id"), index, source)
     where = f"{source}: case {ident!r}"
     claims = [k for k in CLAIMS if k in item]
     unknown = set(item) - set(CLAIMS) - set(OPTIONAL) - {"position", "deal"}
@@ -145,19 +170,35 @@ def _case(item: Any, index: int, default_game: str | None, source: str) -> Case:
         start = _start(item, item.get("game", default_game))
         value = _claim_value(start.game, claim, item[claim])
         expect = _expect(start, item) if claim == "after" else None
+        engine = get_string(item, "engine", engines.AUTO)
+        engines.check_engine(start.game.name, engine)
+        limit = engines.MAX_TIME_LIMIT
+        time_limit = get_number(item, "time_limit", DEFAULT_TIME_LIMIT, 0.1, limit)
+        if claim == "best_score":
+            check_question(start.game, Question.SCORE)
+        rule, reason = get_string(item, "rule", ""), get_string(item, "reason", "")
     except PatienceError as exc:
-        raise InputError(f"{where}: {exc.message}") from None
+        raise InputError(f"{where}: {exc.message}", code=exc.code) from None
     return Case(
         id=ident,
         start=start,
         claim=claim,
         value=value,
-        rule=str(item.get("rule", "")),
-        reason=str(item.get("reason", "")),
+        rule=rule,
+        reason=reason,
         expect=expect,
-        engine=str(item.get("engine", engines.AUTO)),
-        time_limit=float(item.get("time_limit", DEFAULT_TIME_LIMIT)),
+        engine=engine,
+        time_limit=time_limit,
     )
+
+
+def _ident(value: Any, index: int, source: str) -> str:
+    """Return a case's id: text, or a whole number written as one."""
+    if value is None:
+        return f"case-{index}"
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InputError(f"{source}: case {index}: 'id' must be text, not {value!r}")
+    return str(value)
 
 
 def _start(item: dict[str, Any], game_name: str | None) -> Start:
@@ -165,18 +206,33 @@ def _start(item: dict[str, Any], game_name: str | None) -> Start:
     if "position" in item and "deal" in item:
         raise InputError("give either 'position' or 'deal', not both")
     if "deal" in item:
-        return read_start(str(item["deal"]), game.name)
+        deal = item["deal"]
+        if isinstance(deal, list):
+            return start_from_json({"deal": deal, "game": game.name})
+        if not isinstance(deal, str | int) or isinstance(deal, bool):
+            raise InputError("'deal' must be deal text, 'number N' or a card list")
+        return read_start(str(deal), game.name)
     position = item.get("position")
     if isinstance(position, dict):
-        return start_from_json(position | {"game": game.name})
+        return start_from_json(position | {"game": _own_game(game, position).name})
     if isinstance(position, str):
         return Start(game, game.parse_position_text(position), "position")
     raise InputError("needs a 'position' (text or mapping) or a 'deal'")
 
 
+def _own_game(game: Game, mapping: dict[str, Any]) -> Game:
+    """Return ``game``, refusing a mapping that names another one."""
+    named = mapping.get("game")
+    if named is not None and get_game(named) is not game:
+        raise InputError(f"the position is for {named!r}, the case for {game.name!r}")
+    return game
+
+
 def _claim_value(game: Game, claim: str, value: Any) -> Any:
     if claim in ("legal", "illegal", "after"):
-        text = str(value)
+        if not isinstance(value, str):
+            raise InputError(f"'{claim}' takes moves as text, not {value!r}")
+        text = value
         moves = game.parse_moves(text)  # a move that does not parse is a bad case
         if claim != "after" and len(moves) != 1:
             raise InputError(f"'{claim}' takes exactly one move, not {text!r}")
@@ -195,8 +251,10 @@ def _expect(start: Start, item: dict[str, Any]) -> Any:
         raise InputError("an 'after' claim needs an 'expect' position")
     expect = item["expect"]
     if isinstance(expect, dict):
-        return start.game.parse_position(expect | {"game": start.game.name})
-    return start.game.parse_position_text(str(expect))
+        return _own_game(start.game, expect).parse_position(expect)
+    if not isinstance(expect, str):
+        raise InputError(f"'expect' must be a position, not {expect!r}")
+    return start.game.parse_position_text(expect)
 
 
 # -- running --------------------------------------------------------------------

@@ -39,7 +39,9 @@ import datetime as _dt
 import gzip
 import hashlib
 import json
+import os
 import time
+import zlib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -51,6 +53,7 @@ from verifier.cards import card_count
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start, start_from_json
 from verifier.results import ProofResult, Question, Status
+from verifier.textforms import load_json
 
 from . import devils_grip_sat_cnf
 
@@ -88,6 +91,16 @@ def claim_text(question: Question, bound: int | None) -> str:
     if question is Question.VERDICT:
         return "no line wins"
     return f"no line leaves fewer than {card_count(bound)} in the talon"
+
+
+def encodes(game_name: str) -> bool:
+    """Return whether ``game_name`` has a certificate encoding."""
+    return game_name in ENCODERS
+
+
+def check_certifiable(game_name: str) -> None:
+    """Refuse a game with no certificate encoding (before anything is proven)."""
+    _encoder(game_name)
 
 
 def _encoder(game_name: str):
@@ -182,7 +195,7 @@ def certify_within(start: Start, result: ProofResult, time_limit: float) -> dict
         try:
             child.send(("ok", certify_result(start, result)))
         except InputError as exc:
-            child.send(("error", exc.message))
+            child.send(("error", {"code": exc.code, "message": exc.message}))
         finally:
             child.close()
 
@@ -197,7 +210,10 @@ def certify_within(start: Start, result: ProofResult, time_limit: float) -> dict
         proc.terminate()
         proc.join(timeout=1)
     if kind != "ok":
-        raise InputError(payload)
+        kind_of = (
+            UnsupportedError if payload["code"] == UnsupportedError.code else InputError
+        )
+        raise kind_of(payload["message"], code=payload["code"])
     return payload
 
 
@@ -229,10 +245,30 @@ def refutation(dimacs: str) -> str:
 def write(bundle: dict, path: Path) -> None:
     """Write a bundle as JSON (gzipped when the name ends in ``.gz``)."""
     text = json.dumps(bundle, indent=1)
-    if path.suffix == ".gz":
-        path.write_bytes(gzip.compress(text.encode("utf-8")))
-    else:
-        path.write_text(text, encoding="utf-8")
+    try:
+        if path.suffix == ".gz":
+            path.write_bytes(gzip.compress(text.encode("utf-8")))
+        else:
+            path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def check_writable(path: Path) -> None:
+    """Refuse an output path that cannot be written, before the work is done.
+
+    Proving can take the whole time limit; finding out afterwards that the
+    directory does not exist would throw the proof away.
+    """
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise InputError(f"cannot write {path}: it is a directory")
+    if not folder.is_dir():
+        raise InputError(f"cannot write {path}: no such directory {folder}")
+    if not os.access(folder, os.W_OK) or (
+        path.exists() and not os.access(path, os.W_OK)
+    ):
+        raise InputError(f"cannot write {path}: permission denied")
 
 
 def read(path: Path) -> dict:
@@ -241,11 +277,14 @@ def read(path: Path) -> dict:
         raw = path.read_bytes()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
-        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise InputError(f"no such file: {path}") from None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # unreadable, or a broken gzip
         raise InputError(f"{path}: not a certificate bundle ({exc})") from None
+    try:
+        data = load_json(raw)
+    except InputError as exc:
+        raise InputError(f"{path}: not a certificate bundle ({exc.message})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise InputError(f"{path}: not a certificate bundle (format is not {FORMAT})")
     return data
@@ -299,11 +338,31 @@ def _field(data: dict, *keys: str) -> Any:
     return value
 
 
+def _text(data: dict, *keys: str) -> str:
+    value = _field(data, *keys)
+    if not isinstance(value, str):
+        raise _Reject(f"{'.'.join(keys)} is not text")
+    return value
+
+
+def _claim(bundle: dict) -> tuple[Question, int | None]:
+    """Return the bundle's question and bound, refusing any other shape."""
+    try:
+        question = Question(_field(bundle, "claim", "question"))
+    except (ValueError, TypeError):
+        known = ", ".join(q.value for q in Question)
+        raise _Reject(f"claim.question is not one of {known}") from None
+    bound = _field(bundle, "claim", "bound")
+    if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+        raise _Reject(f"claim.bound is not a whole number: {bound!r}")
+    return question, bound
+
+
 def _check_steps(bundle: dict, checker: str, steps: list[str]) -> None:
     if checker not in CHECKERS:
         raise _Reject(f"unknown checker {checker!r} (known: {', '.join(CHECKERS)})")
     start_data = _field(bundle, "start")
-    if sha256(canonical_json(start_data)) != _field(bundle, "start_sha256"):
+    if sha256(canonical_json(start_data)) != _text(bundle, "start_sha256"):
         raise _Reject(
             "the start does not match start_sha256 (deal or position changed)"
         )
@@ -314,13 +373,15 @@ def _check_steps(bundle: dict, checker: str, steps: list[str]) -> None:
         raise _Reject(
             f"the start is not a valid deal or position: {exc.message}"
         ) from None
-    question = Question(_field(bundle, "claim", "question"))
-    bound = _field(bundle, "claim", "bound")
-    dimacs = _field(bundle, "cnf", "dimacs")
-    if sha256(dimacs) != _field(bundle, "cnf", "sha256"):
+    question, bound = _claim(bundle)
+    dimacs = _text(bundle, "cnf", "dimacs")
+    if sha256(dimacs) != _text(bundle, "cnf", "sha256"):
         raise _Reject("the CNF text does not match cnf.sha256 (clauses changed)")
     steps.append("CNF text matches its hash")
-    rederived = formula(start, question, bound)
+    try:
+        rederived = formula(start, question, bound)
+    except InputError as exc:
+        raise _Reject(f"the claim cannot be re-derived: {exc.message}") from None
     if sha256(rederived) != sha256(dimacs):
         made = str((bundle.get("encoding") or {}).get("version", "?"))
         ours = _encoding_version(start.game.name)
@@ -331,11 +392,14 @@ def _check_steps(bundle: dict, checker: str, steps: list[str]) -> None:
             f"bundle {sha256(dimacs)[:16]}…{older})"
         )
     steps.append(f"CNF re-derived from the start: {claim_text(question, bound)}")
-    proof = _field(bundle, "proof", "text")
-    if sha256(proof) != _field(bundle, "proof", "sha256"):
+    proof = _text(bundle, "proof", "text")
+    if sha256(proof) != _text(bundle, "proof", "sha256"):
         raise _Reject("the proof text does not match proof.sha256 (proof changed)")
     steps.append("proof text matches its hash")
-    verdict, detail = _independent_check(dimacs, proof, checker)
+    try:
+        verdict, detail = _independent_check(dimacs, proof, checker)
+    except ValueError as exc:  # a proof (or CNF) line the checker cannot read
+        raise _Reject(f"{checker} rejects the proof: {exc}") from None
     if not verdict:
         raise _Reject(f"{checker} rejects the proof: {detail}")
     steps.append(f"{checker}: {detail}")

@@ -29,12 +29,13 @@ import billiard
 from billiard.connection import wait
 
 from verifier import besieged_fortress_search, devils_grip_search
-from verifier.errors import InputError, UnsupportedError
+from verifier.errors import InputError, PatienceError, UnsupportedError, from_code
 from verifier.formats import Start
 from verifier.results import (
     ProofResult,
     Question,
     Status,
+    check_question,
     check_result,
     set_line_source,
     set_partial_sink,
@@ -146,22 +147,34 @@ def settles(result: ProofResult, question: Question) -> bool:
     return result.proven
 
 
-def _select(game_name: str, engine: str, question: Question) -> dict[str, Prover]:
+def check_engine(game_name: str, engine: str) -> None:
+    """Refuse an engine that cannot prove positions of ``game_name``.
+
+    The doors (jobs, studies, case files) call it before any work is queued,
+    and `solve` again before it forks.
+    """
     available = engines_for(game_name)
+    if not available:
+        raise UnsupportedError(f"no prover is registered for {game_name} yet")
     if engine == AUTO:
-        if not available:
-            raise UnsupportedError(f"no prover for {game_name}")
-        chosen = PORTFOLIO.get(game_name, {}).get(question)
-        return chosen or {name: PROVERS[name][game_name] for name in available}
+        return
     if engine not in PROVERS:
         raise UnsupportedError(
             f"unknown engine {engine!r} (known: {', '.join(ENGINES)})"
         )
-    if game_name not in PROVERS[engine]:
+    if engine not in available:
         raise UnsupportedError(
             f"engine {engine!r} does not support {game_name} "
-            f"(available: {', '.join(available) or 'none'})"
+            f"(available: {', '.join([AUTO, *available])})"
         )
+
+
+def _select(game_name: str, engine: str, question: Question) -> dict[str, Prover]:
+    check_engine(game_name, engine)
+    if engine == AUTO:
+        chosen = PORTFOLIO.get(game_name, {}).get(question)
+        available = engines_for(game_name)
+        return chosen or {name: PROVERS[name][game_name] for name in available}
     return {engine: PROVERS[engine][game_name]}
 
 
@@ -184,6 +197,7 @@ def solve(
             f"time limit {time_limit:g} s out of range "
             f"(0 < limit <= {MAX_TIME_LIMIT:g})"
         )
+    check_question(start.game, question)
     provers = _select(start.game.name, engine, question)
     began = time.monotonic()
     if not isolate and len(provers) == 1:
@@ -216,6 +230,8 @@ def _child(
     try:
         result = prover(state, question=question, time_limit=limit)
         conn.send(("ok", result.to_json()))
+    except PatienceError as exc:  # the input: the parent may raise it as such
+        conn.send(("refused", {"code": exc.code, "message": exc.message}))
     except BaseException:  # report everything, the parent decides
         conn.send(("error", traceback.format_exc(limit=8)))
     finally:
@@ -243,6 +259,7 @@ def _portfolio(
     #: Each engine's latest answer: partial while it runs, final once done.
     latest: dict[str, ProofResult] = {}
     errors: list[str] = []
+    refusals: list[dict[str, str]] = []
     try:
         while running:
             remaining = deadline - time.monotonic()
@@ -256,6 +273,10 @@ def _portfolio(
                 if kind == "error":
                     errors.append(f"{name}: {payload.strip().splitlines()[-1]}")
                     continue
+                if kind == "refused":
+                    errors.append(f"{name}: {payload['message']}")
+                    refusals.append(payload)
+                    continue
                 result = ProofResult.from_json(payload)
                 if kind == "ok" and settles(result, question):
                     return result
@@ -267,6 +288,11 @@ def _portfolio(
     finally:
         _stop([proc for _, proc in running.values()])
     answers = list(latest.values())
+    if refusals and len(refusals) == len(provers):
+        # Every member refused the input: its error is the answer, not "no
+        # proof within the limit". (One member refusing while another answers
+        # is only that member's limitation.)
+        raise from_code(refusals[0]["code"], refusals[0]["message"])
     return _best_unsettled(answers, errors, list(provers), time_limit, question)
 
 

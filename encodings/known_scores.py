@@ -40,6 +40,7 @@ from pathlib import Path
 from verifier import devils_grip as dg
 from verifier.errors import InputError
 from verifier.replay import replay
+from verifier.textforms import load_json
 
 #: The file shipped with the project (the lost deals of 1-400, all settled).
 SHIPPED = (
@@ -95,17 +96,40 @@ def check(entry: KnownScore) -> None:
 
 
 def _json_lines(path: Path) -> list[dict]:
-    """Return the records of a JSON-lines file (a known-scores or result file)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [json.loads(text) for text in lines if text.strip()]
+    """Return the records of a JSON-lines file (a known-scores or result file).
+
+    A missing or unreadable file, or a line that is not a JSON object, is an
+    `InputError` naming the file and the line.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {path}: {exc}") from None
+    records = []
+    for number, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            record = load_json(text)
+        except InputError as exc:
+            raise InputError(f"{path} line {number}: {exc.message}") from None
+        if not isinstance(record, dict):
+            raise InputError(f"{path} line {number}: not a JSON object")
+        records.append(record)
+    return records
 
 
 def load(path: Path = SHIPPED) -> dict[int, KnownScore]:
     """Return the entries of a known-scores file by deal number (unchecked)."""
     entries = {}
     for data in _json_lines(path):
-        data["line"] = tuple(data["line"])
-        entries[data["number"]] = KnownScore(**data)
+        try:
+            entry = KnownScore(**(data | {"line": tuple(data["line"])}))
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"{path}: not a known-scores record: {exc}") from None
+        entries[entry.number] = entry
     return entries
 
 

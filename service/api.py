@@ -6,12 +6,12 @@ worker uses), and hand the job to `service.broker`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 
 from verifier.errors import InputError
+from verifier.textforms import load_json
 from worker.jobs import BatchJob, DealsJob, ProofJob
 
 from . import broker, openapi
@@ -25,28 +25,12 @@ def service() -> broker.Service:
     return current_app.extensions["patience"]
 
 
-def _reject_constant(name: str) -> Any:
-    raise InputError(
-        f"malformed JSON: {name} is not a JSON number", code="malformed_json"
-    )
-
-
 def read_json() -> Any:
     """Return the decoded JSON body; any malformation is a precise 400."""
     raw = request.get_data(cache=False)
     if not raw.strip():
         raise InputError("empty body: expected a JSON object", code="malformed_json")
-    try:
-        return json.loads(raw, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        message = f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-    except UnicodeDecodeError:
-        message = "malformed JSON: the body is not UTF-8 text"
-    except RecursionError:
-        message = "malformed JSON: nested too deeply"
-    except ValueError as exc:  # e.g. an integer with too many digits
-        message = f"malformed JSON: {exc}"
-    raise InputError(message, code="malformed_json")
+    return load_json(raw, code="malformed_json")
 
 
 def _reply(submitted: broker.Submitted):

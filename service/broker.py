@@ -236,9 +236,11 @@ def certificate(service: Service, job_id: str) -> dict[str, Any]:
 
     A proven dead end gets a DRAT certificate bundle (`patience_encodings.
     certificates`: the CNF of the claim and its refutation, which ``patience
-    check-cert`` and any DRAT checker verify). Any other result gets its line
-    replayed again right now, with the game, the position and how the verdict
-    was reached: for a win, the line is the proof.
+    check-cert`` and any DRAT checker verify) when its game has a certificate
+    encoding. Any other result gets its line replayed again right now, with
+    the game, the position and how the verdict was reached: for a win, the
+    line is the proof; for a dead end of a game without an encoding (Besieged
+    Fortress), the method says how it was proven (the search exhausted).
     """
     record = get_record(service, job_id)
     if record.kind != "proof":
@@ -250,7 +252,11 @@ def certificate(service: Service, job_id: str) -> dict[str, Any]:
     game = get_game(value["game"])
     result = ProofResult.from_json(value["result"])
     state = game.parse_position(value["position"])
-    if result.status is Status.LOST and result.proven:
+    if (
+        result.status is Status.LOST
+        and result.proven
+        and certificates.encodes(game.name)
+    ):
         start = Start(game, state, "position")
         return certificates.certify_within(start, result, CERTIFICATE_SECONDS)
     outcome = replay(game, state, game.parse_moves("\n".join(result.line)))

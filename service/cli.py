@@ -31,7 +31,10 @@ EXIT_OK, EXIT_NO, EXIT_BAD_INPUT = 0, 1, 2
 def read_text(path: str) -> str:
     """Read a file (``-`` is standard input); missing files are input errors."""
     if path == "-":
-        return sys.stdin.read()
+        try:
+            return sys.stdin.read()
+        except UnicodeDecodeError:
+            raise InputError("standard input is not UTF-8 text") from None
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -207,6 +210,9 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
     start = load_start(args)
     question = Question.SCORE if args.score else Question.VERDICT
+    certificates.check_certifiable(start.game.name)
+    out = Path(args.output or _default_certificate_name(args))
+    certificates.check_writable(out)
     result = engines.solve(start, question=question, time_limit=args.time_limit)
     if result.status is Status.WON:
         print("the deal is won: its winning line is the proof", file=sys.stderr)
@@ -219,7 +225,6 @@ def cmd_certify(args: argparse.Namespace) -> int:
         return EXIT_NO
     began = time.monotonic()
     bundle = certificates.certify_result(start, result)
-    out = Path(args.output or _default_certificate_name(args))
     certificates.write(bundle, out)
     cnf, proof = bundle["cnf"], bundle["proof"]
     print(f"{start.describe()}: {bundle['claim']['text']}")

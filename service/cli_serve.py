@@ -21,6 +21,17 @@ from verifier.errors import InputError
 DEFAULT_QUEUES = "proofs,batches"
 
 
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 0-65535 (0: any free port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is not between 0 and 65535")
+    return port
+
+
 def register(subparsers: Any) -> None:
     """Add ``serve`` and ``worker`` to the CLI's subparsers."""
     cores = os.cpu_count() or 1
@@ -28,7 +39,7 @@ def register(subparsers: Any) -> None:
         "serve", help="start the API, a worker and (without REDIS_URL) Redis"
     )
     p.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
     p.add_argument(
         "--concurrency",
         type=int,

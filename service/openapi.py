@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from patience_encodings.generate import MAX_SEED
 from verifier.registry import GAMES
-from worker.jobs import DIFFICULTIES, MAX_DEALS, MAX_ITEMS, MAX_SEED, QUESTIONS
+from worker.jobs import DIFFICULTIES, MAX_DEALS, MAX_ITEMS, QUESTIONS
 from worker.settings import Settings
 
 from .broker import JOB_STATUSES

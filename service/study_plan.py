@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patience_encodings.engines import AUTO, settles
+from patience_encodings.engines import AUTO, check_engine, settles
+from verifier import formats
 from verifier.errors import InputError
 from verifier.registry import get_game
 from verifier.results import ProofResult, Question, check_question
-from worker.jobs import ITEM_OVERHEAD, check_engine
+from worker.jobs import ITEM_OVERHEAD
 from worker.settings import Settings
 
 #: Largest study one command may ask for.
@@ -71,19 +72,10 @@ def parse_numbers(spec: str) -> tuple[tuple[int, ...], str]:
     command always finds its own results again.
     """
     spec = spec.replace(" ", "")
-    numbers: set[int] = set()
-    for part in spec.split(","):
-        lo, sep, hi = part.partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
-            raise InputError(
-                f"--numbers takes ranges like 1-10000 or 1-20,50, not {spec!r}"
-            )
-        first, last = int(lo), int(hi) if sep else int(lo)
-        if first > last:
-            raise InputError(f"--numbers: empty range {part!r}")
-        if last - first + 1 + len(numbers) > MAX_DEALS:
-            raise InputError(f"--numbers: at most {MAX_DEALS} deals per study")
-        numbers.update(range(first, last + 1))
+    try:
+        numbers = formats.parse_numbers(spec, limit=MAX_DEALS)
+    except InputError as exc:
+        raise InputError(f"--numbers: {exc.message}") from None
     return tuple(sorted(numbers)), spec
 
 

@@ -99,6 +99,35 @@ def test_wrong_claims_fail_with_their_evidence():
         ("- {id: x, deal: number 1, best_score: -1}", "whole number"),
         ("- {id: x, deal: number 1, colour: red, dead: true}", "unknown field"),
         ("[unclosed", "malformed YAML"),
+        # What YAML has and JSON has not: each named, before any work.
+        ("- &a {id: x, deal: number 1, dead: true}\n- *a", "aliases"),
+        ("- {id: 2024-01-01, deal: number 1, dead: true}", "is not a JSON value"),
+        ("- {id: x, deal: number 1, dead: true, rule: !!binary aGk=}", "JSON value"),
+        ("- {3: x, deal: number 1, dead: true}", "key 3 is not a string"),
+        ("- {id: x, deal: number 1, dead: true, time_limit: .nan}", "JSON number"),
+        ("[" * 5000, "nested"),
+        ('{"id": 1' + "0" * 5000 + ', "dead": true}', "malformed JSON"),
+        ('{"id": "x", "deal": "number 1", "dead": true, "a": ' + "[" * 5000, "JSON"),
+        # Field types and values.
+        ("- {id: x, deal: number 1, dead: true, time_limit: fast}", "'time_limit'"),
+        ("- {id: x, deal: number 1, dead: true, time_limit: true}", "not bool"),
+        ("- {id: x, deal: number 1, dead: true, time_limit: 0}", "between 0.1"),
+        ("- {id: x, deal: number 1, dead: true, engine: magic}", "unknown engine"),
+        ("- {id: x, deal: number 1, dead: true, engine: 5}", "'engine' must be a"),
+        ("- {id: x, deal: number 1, dead: true, rule: [1]}", "'rule' must be a"),
+        ("- {id: [1], deal: number 1, dead: true}", "'id' must be text"),
+        ("- {id: x, deal: {a: 1}, dead: true}", "'deal' must be"),
+        ("- {id: x, deal: number 1, legal: [deal]}", "takes moves as text"),
+        ("- {id: x, game: 5, deal: number 1, dead: true}", "'game' must be a string"),
+        ("- {id: x, deal: number 1" + "0" * 5000 + ", dead: true}", "too large"),
+        (
+            "- {id: x, game: besieged-fortress, deal: number 1, best_score: 3}",
+            "no score to prove",
+        ),
+        (
+            "- {id: x, position: {game: besieged-fortress, grid: []}, dead: true}",
+            "the position is for 'besieged-fortress'",
+        ),
         (
             "- {id: a, deal: number 1, dead: true}\n"
             "- {id: a, deal: number 2, dead: true}",
@@ -125,3 +154,38 @@ def test_cli_verify_cases_exit_codes(tmp_path, capsys):
     broken = tmp_path / "broken.yaml"
     broken.write_text("- {id: x, dead: true}")
     assert main(["verify-cases", str(broken)]) == 2
+
+
+def test_an_alias_bomb_is_refused_at_once():
+    """Nine levels of aliases would expand to gigabytes; the reader never
+    expands one."""
+    lines = [
+        "- id: x",
+        "  deal: number 1",
+        "  dead: true",
+        "  rule:",
+        '    a0: &a0 "x"',
+    ]
+    for level in range(1, 10):
+        refs = ", ".join([f"*a{level - 1}"] * 10)
+        lines.append(f"    a{level}: &a{level} [{refs}]")
+    with pytest.raises(InputError, match="aliases"):
+        load_cases("\n".join(lines))
+
+
+def test_a_case_keeps_its_own_game_over_the_files():
+    text = (
+        "game: devils-grip\ncases:\n"
+        "- {id: bf, game: besieged-fortress, deal: number 1, legal: 1>F}\n"
+        "- {id: dg, deal: number 1, legal: deal}\n"
+    )
+    games = {case.id: case.start.game.name for case in load_cases(text)}
+    assert games == {"bf": "besieged-fortress", "dg": "devils-grip"}
+
+
+def test_cli_verify_cases_exits_2_on_bad_field_values(tmp_path, capsys):
+    broken = tmp_path / "tl.yaml"
+    broken.write_text("- {deal: number 1, legal: deal, time_limit: fast}")
+    assert main(["verify-cases", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert "'time_limit' must be a number" in err and "Traceback" not in err

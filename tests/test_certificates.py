@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,60 @@ def test_cli_certify_and_check(tmp_path, capsys):
     junk = tmp_path / "junk.json"
     junk.write_text("{}")
     assert main(["check-cert", str(junk)]) == 2
+
+
+@pytest.fixture(scope="module")
+def small_bundle():
+    state = position({"A1": "2S 5S 8S", "A2": "5H 8H JH"}, talon="2H JS")
+    return cert.certify(Start(GAME, state, "position"), Question.SCORE, 1)
+
+
+def _rehash(bundle: dict) -> dict:
+    """Make every hash match again, as a careful forger would."""
+    if isinstance(bundle["start"], dict):
+        bundle["start_sha256"] = cert.sha256(cert.canonical_json(bundle["start"]))
+    for part, key in (("cnf", "dimacs"), ("proof", "text")):
+        if isinstance(bundle[part][key], str):
+            bundle[part]["sha256"] = cert.sha256(bundle[part][key])
+    return bundle
+
+
+@pytest.mark.parametrize(
+    "path, value, fragment",
+    [
+        (("claim", "question"), "Verdict", "claim.question is not one of"),
+        (("claim", "question"), ["verdict"], "claim.question is not one of"),
+        (("claim", "bound"), "1", "claim.bound is not a whole number"),
+        (("claim", "bound"), 0, "a bound of at least 1"),
+        (("cnf", "dimacs"), 5, "cnf.dimacs is not text"),
+        (("proof", "text"), 7, "proof.text is not text"),
+        (("proof", "text"), "x 0\n", "dratify rejects the proof"),
+        (("start", "game"), 5, "'game' must be a string"),
+    ],
+)
+def test_tampered_bundles_are_rejected_not_crashed(small_bundle, path, value, fragment):
+    bundle = copy.deepcopy(small_bundle)
+    bundle[path[0]][path[1]] = value
+    report = cert.check(_rehash(bundle))
+    assert not report.ok and fragment in report.reason, report.reason
+
+
+@pytest.mark.parametrize(
+    "raw", [b"\x1f\x8b\x08\x00trunc", b"\x1f\x8b" + b"\x00" * 40, b"[" * 5000]
+)
+def test_broken_bundle_files_are_bad_input(tmp_path, raw):
+    path = tmp_path / "x.cert.json.gz"
+    path.write_bytes(raw)
+    with pytest.raises(cert.InputError, match="not a certificate bundle"):
+        cert.read(path)
+
+
+def test_certify_refuses_an_unwritable_output_before_proving(tmp_path, capsys):
+    out = tmp_path / "missing" / "x.cert.json"
+    began = time.monotonic()
+    assert main(["certify", "--number", "3", "-o", str(out)]) == 2
+    assert time.monotonic() - began < 5  # nothing was proven first
+    assert "no such directory" in capsys.readouterr().err
+    bf = ["certify", "--game", "besieged-fortress", "--number", "1"]
+    assert main([*bf, "-o", str(tmp_path / "bf.cert.json")]) == 2
+    assert "no certificate encoding" in capsys.readouterr().err

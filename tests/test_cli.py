@@ -104,3 +104,43 @@ def test_bench_runs_the_listed_deals(capsys):
 def test_bench_with_bad_deal_numbers_exits_2(capsys):
     code, _, err = run(capsys, "bench", "--numbers", "5-2")
     assert code == 2 and "bad deal numbers '5-2'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("bench", "--count", "1", "--known", "/no/such.jsonl"), "no such file"),
+        (("bench", "--count", "1", "--out", "/no/such/dir/x.jsonl"), "cannot write"),
+    ],
+)
+def test_bad_files_and_options_exit_2_with_one_message(capsys, argv, message):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err and "Traceback" not in err
+
+
+def test_a_malformed_known_scores_file_names_its_line(capsys, tmp_path):
+    path = tmp_path / "known.jsonl"
+    path.write_text('{"number": 1, "lower": 3}\n[')
+    code, _, err = run(capsys, "bench", "--count", "1", "--known", str(path))
+    assert code == 2 and "line 2: malformed JSON" in err
+
+
+def test_standard_input_that_is_not_utf8_is_bad_input():
+    proc = subprocess.run(
+        [sys.executable, "-m", "service.cli", "show", "-"],
+        input=b"\xff\xfe5S",
+        capture_output=True,
+        env={"PYTHONIOENCODING": "utf-8:strict", "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert b"not UTF-8" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("port", ["-1", "99999", "http"])
+def test_serve_refuses_a_port_out_of_range(capsys, port):
+    with pytest.raises(SystemExit) as caught:
+        main(["serve", "--port", port])
+    assert caught.value.code == 2
+    assert "port" in capsys.readouterr().err

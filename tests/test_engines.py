@@ -54,6 +54,30 @@ def test_unknown_engines_are_named():
         engines.solve(start_from_number(bf, 1), engine="smt")
 
 
+def test_a_question_no_prover_can_answer_is_an_error_not_unknown():
+    bf = start_from_number(get_game("besieged-fortress"), 1)
+    for engine in ("auto", "search"):
+        with pytest.raises(UnsupportedError, match="no score to prove"):
+            engines.solve(bf, question=Question.SCORE, engine=engine, time_limit=2)
+
+
+def _refusing(state, *, question, time_limit):
+    raise UnsupportedError("this prover refuses every position")
+
+
+def test_members_that_all_refuse_the_input_raise_its_error():
+    state = start_from_number(GAME, 1).state
+    both = {"a": _refusing, "b": _refusing}
+    with pytest.raises(UnsupportedError, match="refuses every position"):
+        engines._portfolio(both, state, Question.VERDICT, 10)
+    # One member refusing is only that member's limit: the other answers.
+    search = engines.PROVERS["search"][GAME.name]
+    result = engines._portfolio(
+        {"a": _refusing, "search": search}, state, Question.VERDICT, 10
+    )
+    assert result.status is Status.LOST and result.proven
+
+
 def test_auto_has_a_portfolio_for_every_game_and_question():
     for game in ("devils-grip", "besieged-fortress"):
         for question in Question:

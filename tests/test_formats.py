@@ -20,6 +20,7 @@ from verifier.errors import (
     PositionError,
 )
 from verifier.formats import parse_numbers, read_start
+from verifier.registry import get_game
 from verifier.shuffle import splitmix64
 
 SEEDS = Path(__file__).resolve().parent.parent / "seeds"
@@ -186,8 +187,37 @@ def test_deal_numbers_read_lists_and_ranges_in_the_order_given():
         ("4,x", "bad deal numbers 'x'"),
         ("-2", "bad deal numbers '-2'"),
         ("1-2000000", "more than 100000 deal numbers"),
+        ("²", "bad deal numbers '²'"),  # a digit to str.isdigit, not to int
+        ("1" * 31, "is too large (31 digits)"),
     ],
 )
 def test_bad_deal_numbers_name_the_item(text, message):
     with pytest.raises(InputError, match=re.escape(message)):
         parse_numbers(text)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[" * 100_000, "nested too deeply"),
+        ('{"number": 1' + "0" * 5000 + "}", "malformed JSON"),
+        ('{"number": NaN}', "NaN is not a JSON number"),
+        ('{"game": 5, "number": 1}', "'game' must be a string, not int"),
+        ("number 1" + "0" * 5000, "too large (5001 digits)"),
+        ('{"number": 3, "deal": "2S"}', "not 'number', 'deal'"),
+        ('{"position": {"game": "besieged-fortress"}}', "the position is for"),
+    ],
+)
+def test_starts_that_python_cannot_read_are_input_errors(text, message):
+    with pytest.raises(InputError, match=re.escape(message)):
+        read_start(text)
+
+
+def test_a_pile_named_twice_is_refused():
+    with pytest.raises(PositionError, match="the talon is named twice"):
+        dg.parse_position_text("talon: 2S 5S 8S JS\ntalon:\n")
+    bf = get_game("besieged-fortress")
+    with pytest.raises(PositionError, match="F is named twice"):
+        bf.parse_position_text("F: 2S\nF: KS KH KD KC")
+    with pytest.raises(PositionError, match="two tops for one foundation: 2S and KS"):
+        bf.parse_position_text("F: 2S KS KH KD KC")

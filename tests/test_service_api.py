@@ -12,6 +12,16 @@ import uuid
 import pytest
 
 ONE_DEAL = json.dumps({"deal": ["2S"] * 96}).encode()
+ALIASES = "- &a {id: x, deal: number 1, dead: true}\n- *a"
+A_DATE = "- {id: 2024-01-01, deal: number 1, dead: true}"
+BAD_LIMIT = {
+    "kind": "case",
+    "case": {"deal": "number 1", "legal": "deal", "time_limit": "abc"},
+}
+
+
+def _body(**fields) -> bytes:
+    return json.dumps(fields).encode()
 
 
 def _count_jobs(app) -> int:
@@ -39,6 +49,12 @@ def _count_jobs(app) -> int:
         ("/v1/deals", b'{"count": 0}', 400, "bad_input", "'count'"),
         ("/v1/batches", b'{"items": []}', 400, "bad_input", "'items'"),
         ("/v1/batches", b'{"items": [{"deal": "XX"}]}', 400, "bad_card", "items[0]"),
+        # JSON inside a string field, and what YAML case files can smuggle in.
+        ("/v1/proofs", _body(deal="[" * 100_000), 400, "bad_input", "too deeply"),
+        ("/v1/proofs", _body(deal="[1" + "0" * 5000 + "]"), 400, "bad_input", "JSON"),
+        ("/v1/batches", _body(cases=ALIASES), 400, "bad_input", "aliases"),
+        ("/v1/batches", _body(cases=A_DATE), 400, "bad_input", "not a JSON value"),
+        ("/v1/batches", _body(items=[BAD_LIMIT]), 400, "bad_input", "'time_limit'"),
     ],
 )
 def test_bad_input_gets_a_precise_4xx(

@@ -74,6 +74,22 @@ def test_dead_deal_is_proven_lost(api, wait_job):
     assert certificates.check(bundle).ok
 
 
+def test_a_dead_end_without_an_encoding_says_how_it_was_proven(api, wait_job):
+    """Besieged Fortress has no CNF to certify: its certificate is the
+    search's word, with the position and the replayed line."""
+    body = {"game": "besieged-fortress", "number": 5, "time_limit": 20}
+    _, job = _submit(api, "/v1/proofs", body)
+    view = wait_job(api, job["links"]["self"], timeout=60)
+    assert view["status"] == "done", view["error"]
+    reply = api.get(view["links"]["certificate"])
+    assert reply.status_code == 200, reply.get_json()
+    cert = reply.get_json()
+    assert cert["game"] == "besieged-fortress"
+    assert cert["claim"]["status"] == "lost" and cert["claim"]["proven"]
+    assert "search" in cert["claim"]["engine"] and cert["claim"]["method"]
+    assert cert["replay"]["ok"] and cert["settled"]
+
+
 @needs_prover
 def test_dead_deal_score_comes_with_a_line_that_reaches_it(api, wait_job):
     position = json.loads((VECTORS / "devils-grip-dead-13-stock.json").read_text())

@@ -114,6 +114,8 @@ def test_proof_job_round_trips_through_its_message():
         ({"count": 10**9}, InputError, "'count' must be between"),
         ({"difficulty": "nightmare"}, InputError, "'difficulty' must be one of"),
         ({"seed": -5}, InputError, "'seed' must be between"),
+        # deal i comes from seed + i, so the last seeds leave no room for more
+        ({"count": 2, "seed": 2**63 - 1}, InputError, "'seed' must be between"),
         ({"game": "besieged-fortress"}, UnsupportedError, "no deal generator"),
         ({"colour": "red"}, InputError, "unknown field(s)"),
     ],
@@ -177,3 +179,60 @@ def test_batch_defaults_apply_to_items_and_the_budget_is_bounded():
     many = {"time_limit": 30, "items": [{"number": n} for n in range(5)]}
     with pytest.raises(InputError, match="split it or lower 'time_limit'"):
         jobs.BatchJob.from_json(many, SETTINGS)
+
+
+# -- cases in batches -----------------------------------------------------------
+def _case_items(body):
+    return [item.case for item in jobs.BatchJob.from_json(body, SETTINGS).items]
+
+
+def test_a_case_in_a_batch_keeps_its_own_game():
+    cases_text = (
+        "game: devils-grip\ncases:\n"
+        "- {id: bf, game: besieged-fortress, deal: number 1, legal: 1>F}\n"
+    )
+    for body in (
+        {"cases": cases_text},
+        {
+            "game": "devils-grip",
+            "cases": "- {game: besieged-fortress, deal: number 1, legal: 1>F}",
+        },
+    ):
+        (case,) = _case_items(body)
+        assert case.start.game.name == "besieged-fortress"
+
+
+def test_batch_defaults_apply_to_cases_that_set_none():
+    text = (
+        "- {id: a, deal: number 1, dead: true}\n"
+        "- {id: b, deal: number 2, dead: true, time_limit: 3, engine: sat}"
+    )
+    body = {"time_limit": 1, "engine": "search", "cases": text}
+    first, second = _case_items(body)
+    assert (first.time_limit, first.engine) == (1.0, "search")
+    assert (second.time_limit, second.engine) == (3.0, "sat")
+    # ...so lowering the batch's time limit is advice that works:
+    many = "\n".join(
+        f'{{"id": "c{n}", "deal": "number {n}", "dead": true}}' for n in range(1, 30)
+    )
+    with pytest.raises(InputError, match="lower 'time_limit'"):
+        jobs.BatchJob.from_json({"cases": many}, SETTINGS)
+    assert len(_case_items({"cases": many, "time_limit": 1})) == 29
+
+
+@pytest.mark.parametrize(
+    "case, fragment",
+    [
+        ({"deal": "number 1", "dead": True, "engine": "bogus"}, "unknown engine"),
+        ({"deal": "number 1", "dead": True, "time_limit": "abc"}, "'time_limit'"),
+        ({"game": 5, "deal": "number 1", "dead": True}, "'game' must be a string"),
+        (
+            {"game": "besieged-fortress", "deal": "number 1", "best_score": 3},
+            "no score to prove",
+        ),
+    ],
+)
+def test_bad_case_items_are_refused_at_submission(case, fragment):
+    with pytest.raises(InputError) as caught:
+        jobs.BatchJob.from_json({"items": [{"kind": "case", "case": case}]}, SETTINGS)
+    assert fragment in caught.value.message

@@ -60,7 +60,9 @@ def test_numbers_are_ranges_and_lists(spec, numbers):
     assert parse_numbers(spec)[0] == numbers
 
 
-@pytest.mark.parametrize("spec", ["", "5-3", "a-b", "1-", "-4", "1-2000000"])
+@pytest.mark.parametrize(
+    "spec", ["", "5-3", "a-b", "1-", "-4", "1-2000000", "²", "1-³"]
+)
 def test_bad_numbers_are_input_errors(spec):
     with pytest.raises(InputError):
         parse_numbers(spec)

@@ -360,6 +360,8 @@ def parse_position_text(text: str) -> State:
     for name, cards in key_lines(text):
         key = name.upper()
         if key == FOUNDATION:
+            if tops is not None:
+                raise PositionError(f"the foundations line {FOUNDATION} is named twice")
             tops = cards
             continue
         index = parse_row(key)
@@ -371,6 +373,9 @@ def parse_position_text(text: str) -> State:
         return position_from_rows(rows)
     foundations = [ACE] * 4
     for card in tops:
+        if foundations[card.suit] != ACE:
+            other = Card(foundations[card.suit], card.suit)
+            raise PositionError(f"two tops for one foundation: {other} and {card}")
         foundations[card.suit] = card.rank
     return validate_state(State(tuple(rows), tuple(foundations)))  # type: ignore[arg-type]
 

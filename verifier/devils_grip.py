@@ -404,9 +404,13 @@ def parse_position_text(text: str) -> State:
     """
     cells: dict[int, Stack] = {}
     piles: dict[str, tuple[Card, ...]] = {"stock": (), "talon": ()}
+    named: set[str] = set()
     for name, cards in key_lines(text):
         key = name.lower()
         if key in piles:
+            if key in named:
+                raise PositionError(f"the {key} is named twice")
+            named.add(key)
             piles[key] = cards
             continue
         index = parse_cell(key)

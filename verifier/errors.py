@@ -67,3 +67,15 @@ class UnsupportedError(InputError):
     """The request is well formed, but this engine or game cannot answer it."""
 
     code = "unsupported"
+
+
+def from_code(code: str, message: str) -> InputError:
+    """Rebuild an error sent from a prover process (as its code and message).
+
+    Child processes send JSON-ready data, not exceptions; the parent raises
+    the same class again, so the API maps it to the same status.
+    """
+    for kind in InputError.__subclasses__():
+        if kind.code == code:
+            return kind(message)
+    return InputError(message, code=code)

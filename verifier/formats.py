@@ -13,7 +13,6 @@ benchmarks take them.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 from .errors import InputError
 from .game import Game
 from .registry import get_game
+from .textforms import load_json
 
 MAX_INPUT_BYTES = 256 * 1024
 
@@ -65,6 +65,12 @@ def start_from_json(data: Any, game_name: str | None = None) -> Start:
     if not isinstance(data, dict):
         raise InputError("expected a JSON object or a list of card tokens")
     game = get_game(data.get("game", game_name))
+    forms = [key for key in ("number", "deal", "position") if key in data]
+    if len(forms) > 1:
+        named = ", ".join(f"'{key}'" for key in forms)
+        raise InputError(
+            f"give one start (a number, a deal or a position), not {named}"
+        )
     if "number" in data:
         return start_from_number(game, data["number"])
     if "deal" in data:
@@ -75,10 +81,17 @@ def start_from_json(data: Any, game_name: str | None = None) -> Start:
             raise InputError("'deal' must be deal text or a list of card tokens")
         return start_from_deal(game, game.deal_from_list(deal))
     position = data.get("position", data)
+    named = position.get("game") if isinstance(position, dict) else None
+    if named is not None and get_game(named) is not game:
+        raise InputError(
+            f"the position is for {named!r}, the request for {game.name!r}"
+        )
     return Start(game, game.parse_position(position), "position")
 
 
-_NUMBER = re.compile(r"^\s*number\s+(\d+)\s*$", re.IGNORECASE)
+_NUMBER = re.compile(r"^\s*number\s+([0-9]+)\s*$", re.IGNORECASE)
+#: More digits than any deal number has (seeds stop at 2**64 - 1).
+MAX_DIGITS = 30
 
 
 def read_start(text: str, game_name: str | None = None) -> Start:
@@ -89,43 +102,44 @@ def read_start(text: str, game_name: str | None = None) -> Start:
     if not stripped:
         raise InputError("empty input: expected a deal or a position")
     if stripped[0] in "[{":
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"malformed JSON: {exc.msg} at line {exc.lineno}"
-            ) from None
-        return start_from_json(data, game_name)
+        return start_from_json(load_json(stripped), game_name)
     game = get_game(game_name)
     match = _NUMBER.match(stripped)
     if match:
-        return start_from_number(game, int(match.group(1)))
+        return start_from_number(game, _whole(match.group(1), "deal number"))
     return start_from_deal(game, game.parse_deal(text))
 
 
 #: `parse_numbers` expands at most this many deal numbers.
 MAX_NUMBERS = 100_000
-_SPAN = re.compile(r"^(\d+)(?:-(\d+))?$")
+_SPAN = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
 
 
-def parse_numbers(text: str) -> tuple[int, ...]:
+def _whole(digits: str, what: str) -> int:
+    """Return ASCII ``digits`` as an int, refusing more than `MAX_DIGITS`."""
+    if len(digits) > MAX_DIGITS:
+        raise InputError(f"{what} {digits[:12]}... is too large ({len(digits)} digits)")
+    return int(digits)
+
+
+def parse_numbers(text: str, limit: int = MAX_NUMBERS) -> tuple[int, ...]:
     """Return the deal numbers of ``1,4,10-20`` in the order given (ranges inclusive).
 
     A benchmark on scattered deals (the ones a run left open, a sample across
     1-1000) names them instead of running a whole range. Repeats are kept
-    once; an empty item, a backwards range or anything but digits is an
-    `InputError` naming the item.
+    once; an empty item, a backwards range, anything but ASCII digits or
+    more than ``limit`` numbers is an `InputError` naming the item.
     """
     numbers: dict[int, None] = {}
     for item in (part.strip() for part in text.split(",")):
         match = _SPAN.match(item)
         if not match:
             raise InputError(f"bad deal numbers {item!r}: expected N or N-M")
-        first = int(match.group(1))
-        last = int(match.group(2)) if match.group(2) else first
+        first = _whole(match.group(1), "deal number")
+        last = _whole(match.group(2), "deal number") if match.group(2) else first
         if last < first:
             raise InputError(f"bad deal numbers {item!r}: {last} < {first}")
-        if len(numbers) + last - first + 1 > MAX_NUMBERS:
-            raise InputError(f"more than {MAX_NUMBERS} deal numbers")
+        if len(numbers) + last - first + 1 > limit:
+            raise InputError(f"more than {limit} deal numbers")
         numbers.update(dict.fromkeys(range(first, last + 1)))
     return tuple(numbers)

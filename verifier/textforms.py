@@ -24,12 +24,34 @@ M = TypeVar("M")
 KEY_LINE = re.compile(r"^\s*([A-Za-z0-9]+)\s*:(.*)$")
 
 
-def load_json(text: str) -> Any:
-    """Parse JSON; a syntax error becomes an `InputError` with its place."""
+def _reject_constant(name: str) -> Any:
+    raise InputError(f"malformed JSON: {name} is not a JSON number")
+
+
+def load_json(text: str | bytes, *, code: str | None = None) -> Any:
+    """Parse JSON text; every way it can be malformed is an `InputError`.
+
+    The one JSON reader for input (request bodies, deal and position files,
+    case and known-scores lines, certificates), so each refuses the same
+    things with the same messages: a syntax error (with its place), bytes
+    that are not UTF-8, ``NaN`` and ``Infinity`` (not JSON), nesting past
+    Python's recursion limit and integers past its digit limit (both would
+    otherwise escape as exceptions that are not bad input). ``code``
+    overrides the error's code (the API's ``malformed_json``).
+    """
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} at line {exc.lineno}") from None
+        message = f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except UnicodeDecodeError:
+        message = "malformed JSON: not UTF-8 text"
+    except RecursionError:
+        message = "malformed JSON: nested too deeply"
+    except InputError as exc:
+        message = exc.message
+    except ValueError as exc:  # e.g. an integer with more digits than Python reads
+        message = f"malformed JSON: {exc}"
+    raise InputError(message, code=code)
 
 
 def read_deal(text: str, validate: Callable[[Sequence[Card]], T]) -> T:

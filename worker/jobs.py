@@ -11,16 +11,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import secrets
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from patience_encodings import cases, generate
-from patience_encodings.engines import AUTO, engines_for, settles, solve
+from patience_encodings.engines import AUTO, check_engine, settles, solve
 from verifier.errors import InputError, PatienceError, UnsupportedError
+from verifier.fields import (
+    check_fields,
+    expect_object,
+    get_choice,
+    get_integer,
+    get_number,
+    get_string,
+)
 from verifier.formats import Start, start_from_json
 from verifier.registry import DEFAULT_GAME, get_game
 from verifier.results import (
@@ -47,7 +54,6 @@ MAX_ITEMS = 1000
 #: 0.71 s measured on a loaded machine (`docs/grades.md`).
 SECONDS_PER_DEAL = 1.5
 ITEM_OVERHEAD = 0.2
-MAX_SEED = 2**63 - 1
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -58,72 +64,6 @@ class AnswerCache(Protocol):
     def get(self, key: str) -> dict[str, Any] | None: ...
 
     def put(self, key: str, answer: dict[str, Any]) -> None: ...
-
-
-# -- field checks -----------------------------------------------------------------
-def expect_object(data: Any, what: str) -> dict[str, Any]:
-    """Return ``data`` if it is a JSON object."""
-    if not isinstance(data, dict):
-        raise InputError(f"{what} must be a JSON object")
-    return data
-
-
-def check_fields(data: Mapping[str, Any], allowed: Sequence[str], what: str) -> None:
-    """Refuse unknown fields, so that a typo is an error and not a default."""
-    unknown = sorted(set(data) - set(allowed))
-    if unknown:
-        raise InputError(
-            f"unknown field(s) in {what}: {', '.join(unknown)} "
-            f"(allowed: {', '.join(allowed)})"
-        )
-
-
-def get_string(data: Mapping[str, Any], key: str, default: str) -> str:
-    """Return the string field ``key`` (``default`` when absent or null)."""
-    value = data.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise InputError(f"'{key}' must be a string, not {type(value).__name__}")
-    return value
-
-
-def get_choice(
-    data: Mapping[str, Any], key: str, choices: Sequence[str], default: str
-) -> str:
-    """Return the string field ``key``, which must be one of ``choices``."""
-    value = get_string(data, key, default)
-    if value not in choices:
-        raise InputError(f"'{key}' must be one of {', '.join(choices)}, not {value!r}")
-    return value
-
-
-def get_number(
-    data: Mapping[str, Any], key: str, default: float, lo: float, hi: float
-) -> float:
-    """Return the number field ``key``, finite and within ``[lo, hi]``."""
-    value = data.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"'{key}' must be a number, not {type(value).__name__}")
-    if not math.isfinite(value) or not lo <= value <= hi:
-        raise InputError(f"'{key}' must be between {lo:g} and {hi:g}, not {value!r}")
-    return float(value)
-
-
-def get_integer(
-    data: Mapping[str, Any], key: str, default: int, lo: int, hi: int
-) -> int:
-    """Return the integer field ``key`` within ``[lo, hi]``."""
-    value = data.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"'{key}' must be an integer, not {type(value).__name__}")
-    if not lo <= value <= hi:
-        raise InputError(f"'{key}' must be between {lo} and {hi}, not {value}")
-    return value
 
 
 def error_json(exc: Exception) -> dict[str, str]:
@@ -226,18 +166,6 @@ class ProofJob:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def check_engine(game_name: str, engine: str) -> None:
-    """Refuse an engine that cannot prove positions of ``game_name``."""
-    available = engines_for(game_name)
-    if not available:
-        raise UnsupportedError(f"no prover is registered for {game_name} yet")
-    if engine != AUTO and engine not in available:
-        raise UnsupportedError(
-            f"unknown engine {engine!r} for {game_name} "
-            f"(available: {', '.join([AUTO, *available])})"
-        )
-
-
 def run_proof(job: ProofJob, answers: AnswerCache | None = None) -> dict[str, Any]:
     """Prove ``job``, or return the stored answer of an identical submission.
 
@@ -295,7 +223,8 @@ class DealsJob:
             raise UnsupportedError(f"no deal generator for {game.name} yet")
         count = get_integer(data, "count", 1, 1, MAX_DEALS)
         difficulty = get_choice(data, "difficulty", DIFFICULTIES, "any")
-        seed = get_integer(data, "seed", secrets.randbits(63), 0, MAX_SEED)
+        top = generate.MAX_SEED - count + 1  # deal i comes from seed + i
+        seed = get_integer(data, "seed", secrets.randbelow(top + 1), 0, top)
         job = cls(game.name, count, difficulty, seed)
         if job.budget > settings.max_job_seconds:
             raise InputError(f"'count' {count} is too large for one job")
@@ -348,6 +277,8 @@ def run_deals(job: DealsJob, progress: Progress | None = None) -> dict[str, Any]
 # -- batches ----------------------------------------------------------------
 BATCH_FIELDS = ("game", "question", "engine", "time_limit", "items", "cases")
 ITEM_DEFAULTS = ("game", "question", "engine", "time_limit")
+#: The batch defaults a case takes (its claim is its question).
+CASE_DEFAULTS = ("game", "engine", "time_limit")
 
 
 def _parse_proof_item(
@@ -370,8 +301,9 @@ class CaseJob:
         """Validate ``{"kind": "case", "case": {...a case-file mapping...}}``."""
         check_fields(data, ("kind", "case"), "a case item")
         raw = expect_object(data.get("case"), "'case'")
-        game = raw.get("game", defaults.get("game"))
-        case = cases.parse_case(raw, default_game=game)
+        # The batch's game, engine and time limit apply where the case sets none.
+        raw = {k: defaults[k] for k in CASE_DEFAULTS if k in defaults} | raw
+        case = cases.parse_case(raw)
         if not 0 < case.time_limit <= settings.max_time_limit:
             raise InputError(
                 f"'time_limit' must be between 0 and {settings.max_time_limit:g}"
@@ -406,7 +338,7 @@ def _cases_from_file(text: Any, defaults: Mapping[str, Any]) -> list[dict[str, A
     raw, game = cases.raw_cases(text, source="cases")
     game = game or defaults.get("game")
     return [
-        {"kind": "case", "case": item | ({"game": game} if game else {})}
+        {"kind": "case", "case": ({"game": game} if game else {}) | item}
         if isinstance(item, dict)
         else {"kind": "case", "case": item}
         for item in raw
