@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifier import devils_grip as dg
+from verifier.errors import InputError
 from verifier.results import Question
 
 from . import devils_grip_sat as sat
@@ -126,7 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     views = args.views.split(",")
-    known = known_scores.load(Path(args.known)) if args.known else {}
+    try:  # every known line is replayed: a finished run calls it optimal
+        known = known_scores.load(Path(args.known)) if args.known else {}
+        for entry in known.values():
+            known_scores.check(entry)
+    except InputError as exc:
+        parser.error(exc.message)
     print("| deal | " + " | ".join(views) + " |")
     print("|---" * (len(views) + 1) + "|")
     rows = []

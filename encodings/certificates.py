@@ -7,7 +7,9 @@ the need. It states a claim about a start (a deal or position):
   wins" (`devils_grip_sat_cnf.build_cnf`), and it is unsatisfiable.
 - ``score`` with bound k: *no line leaves fewer than k cards in the talon*.
   The CNF encodes "some line leaves at most k − 1 cards", and it is
-  unsatisfiable. (That k is reached is shown by the line of the proof result.)
+  unsatisfiable. A bundle made from a proof result also carries the line
+  that reaches k (``line``), which `check` replays with the reference
+  engine: together the two halves make the best score k checkable.
 
 The bundle is one JSON document (``.json``, or gzipped ``.json.gz``)::
 
@@ -20,6 +22,7 @@ The bundle is one JSON document (``.json``, or gzipped ``.json.gz``)::
      "encoding": {"name": "devils-grip-sat", "version": "..."},
      "cnf": {"variables": V, "clauses": C, "sha256": "...", "dimacs": "p cnf ..."},
      "proof": {"format": "drat", "steps": N, "sha256": "...", "text": "..."},
+     "line": ["A1>B2", "deal", ...],  # score bundles: a line leaving exactly k
      "software": {"name": "patience-prover", "version": "..."},
      "created": "ISO date"}
 
@@ -52,6 +55,7 @@ from pysat.solvers import Solver
 from verifier.cards import card_count
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start, start_from_json
+from verifier.replay import replay
 from verifier.results import ProofResult, Question, Status
 from verifier.textforms import load_json
 
@@ -175,8 +179,9 @@ def certify_result(start: Start, result: ProofResult) -> dict:
     """Return the certificate that backs a proven ``lost`` result."""
     if result.status is not Status.LOST or not result.proven:
         raise UnsupportedError("certificates are for proven dead ends")
-    if result.score_proven:
-        return certify(start, Question.SCORE, result.best_score)
+    if result.question is Question.SCORE and result.score_proven:
+        bundle = certify(start, Question.SCORE, result.best_score)
+        return bundle | {"line": list(result.line)}
     return certify(start, Question.VERDICT)
 
 
@@ -403,6 +408,24 @@ def _check_steps(bundle: dict, checker: str, steps: list[str]) -> None:
     if not verdict:
         raise _Reject(f"{checker} rejects the proof: {detail}")
     steps.append(f"{checker}: {detail}")
+    if "line" in bundle:
+        steps.append(_check_line(start, bound, bundle["line"]))
+
+
+def _check_line(start: Start, bound: int | None, line: Any) -> str:
+    """Replay a score bundle's line: it must end stuck leaving exactly ``bound``."""
+    if bound is None or not isinstance(line, list):
+        raise _Reject("a line belongs to a score claim, as a list of moves")
+    if not all(isinstance(move, str) for move in line):
+        raise _Reject("the line's moves are not all text")
+    try:
+        moves = start.game.parse_moves("\n".join(line))
+    except InputError as exc:
+        raise _Reject(f"the line does not parse: {exc.message}") from None
+    outcome = replay(start.game, start.state, moves)
+    if outcome.error or not outcome.stuck or outcome.score != bound:
+        raise _Reject(f"the line does not reach the bound: {outcome.verdict()}")
+    return f"line replayed: it leaves {card_count(bound)}, so the best score is {bound}"
 
 
 def _independent_check(dimacs: str, proof: str, checker: str) -> tuple[bool, str]:

@@ -594,7 +594,16 @@ def _best_score(enc, solver, question, deadline, began, stats, method):
         report_partial(unproven())
     how = f"{method}; score <= {best - 1} UNSAT, score {best} reached"
     return _result(
-        Status.LOST, True, question, best, True, best_line, how, began, stats
+        Status.LOST,
+        True,
+        question,
+        best,
+        True,
+        best_line,
+        how,
+        began,
+        stats,
+        lower_bound=best,
     )
 
 

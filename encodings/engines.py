@@ -34,6 +34,7 @@ from verifier.formats import Start
 from verifier.results import (
     ProofResult,
     Question,
+    ResultCheckError,
     Status,
     check_question,
     check_result,
@@ -279,12 +280,12 @@ def _portfolio(
                     continue
                 result = ProofResult.from_json(payload)
                 if kind == "ok" and settles(result, question):
-                    return result
+                    return _noting(result, errors)
                 _share_line(shared, result)
                 latest[name] = result
                 together = combine_bounds(list(latest.values()), question)
                 if together is not None:
-                    return together
+                    return _noting(together, errors)
     finally:
         _stop([proc for _, proc in running.values()])
     answers = list(latest.values())
@@ -294,6 +295,39 @@ def _portfolio(
         # is only that member's limitation.)
         raise from_code(refusals[0]["code"], refusals[0]["message"])
     return _best_unsettled(answers, errors, list(provers), time_limit, question)
+
+
+def _noting(result: ProofResult, errors: list[str]) -> ProofResult:
+    """Return ``result`` with the other members' errors in its stats.
+
+    A member that failed (a line its own replay refused, a crash) did not
+    stop the answer, but the answer keeps the record: a study or benchmark
+    file shows it, and a member's unsoundness does not go unseen.
+    """
+    if not errors:
+        return result
+    return replace(result, stats={**result.stats, "errors": list(errors)})
+
+
+def _consistent(answers: list[ProofResult]) -> None:
+    """Refuse answers that contradict each other: a line below a proven bound.
+
+    Every ``lower_bound`` is proven for every line and every ``best_score``
+    is reached by a replayed line, so a line below a bound means a member
+    is wrong; combining the two would report the contradiction as an
+    optimum.
+    """
+    lined = [a for a in answers if a.best_score is not None and a.line]
+    bounded = [a for a in answers if a.lower_bound is not None]
+    if not lined or not bounded:
+        return
+    line = min(lined, key=lambda a: a.best_score)
+    bound = max(bounded, key=lambda a: a.lower_bound)
+    if line.best_score < bound.lower_bound:
+        raise ResultCheckError(
+            f"{line.engine}'s line leaves {line.best_score}, but {bound.engine} "
+            f"proves every line leaves at least {bound.lower_bound}"
+        )
 
 
 def _share_line(shared: Any, result: ProofResult) -> None:
@@ -324,6 +358,7 @@ def combine_bounds(
     """
     if question is not Question.SCORE or len(answers) < 2:
         return None
+    _consistent(answers)
     lined = [a for a in answers if a.best_score is not None and a.line]
     bounded = [a for a in answers if a.lower_bound is not None]
     if not lined or not bounded:
@@ -381,6 +416,7 @@ def _best_unsettled(
     question: Question,
 ) -> ProofResult:
     """Merge unsettled answers: a proven verdict, the best line, the best bound."""
+    _consistent(answers)
     with_line = [a for a in answers if a.best_score is not None]
     best = min(with_line, key=lambda a: a.best_score) if with_line else None
     bounded = [a for a in answers if a.lower_bound is not None]
@@ -398,13 +434,16 @@ def _best_unsettled(
         if best is None or (
             verdict.best_score is not None and verdict.best_score <= best.best_score
         ):
-            return verdict
-        return replace(
-            verdict,
-            best_score=best.best_score,
-            line=best.line,
-            score_proven=False,
-            method=f"{verdict.method}; best line so far from {best.engine}",
+            return _noting(verdict, errors)
+        return _noting(
+            replace(
+                verdict,
+                best_score=best.best_score,
+                line=best.line,
+                score_proven=False,
+                method=f"{verdict.method}; best line so far from {best.engine}",
+            ),
+            errors,
         )
     stats: dict[str, Any] = {"time_limit": time_limit}
     if errors:

@@ -102,17 +102,17 @@ def submit_batch(service: Service, job: BatchJob) -> Submitted:
 def _reusable(view: dict[str, Any], record: JobRecord, job: ProofJob) -> bool:
     """Return whether an earlier identical job answers this submission.
 
-    A pending job or a settled answer does; a failed job does not, nor an
-    unsettled one when the new submission allows more time.
+    A settled answer does; a failed job does not. A pending job, or an
+    unsettled answer, does only when it was given at least the time this
+    submission allows: a longer limit asks for more than it may bring.
     """
+    longer = job.time_limit > float(record.request.get("time_limit", 0))
     if view["status"] in ("queued", "running"):
-        return True
+        return not longer
     if view["status"] != "done":
         return False
     result = ProofResult.from_json(view["result"]["result"])
-    if settles(result, job.question):
-        return True
-    return job.time_limit <= float(record.request.get("time_limit", 0))
+    return settles(result, job.question) or not longer
 
 
 def _enqueue(service: Service, record: JobRecord, task: str) -> Submitted:

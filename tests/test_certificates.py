@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,26 @@ def test_score_certificate_needs_a_real_proof_and_checks(late_dead):
     report = cert.check(bundle)
     assert report.ok, report.reason
     assert report.seconds < 30
+
+
+def test_a_score_bundle_carries_the_line_that_reaches_its_bound(late_dead):
+    _, result, bundle = late_dead
+    assert bundle["line"] == list(result.line)
+    steps = cert.check(bundle).steps
+    assert steps[-1].startswith("line replayed") and str(result.best_score) in steps[-1]
+    short = copy.deepcopy(bundle)
+    short["line"] = short["line"][:-1]
+    report = cert.check(short)
+    assert not report.ok and "does not reach the bound" in report.reason
+
+
+def test_a_verdict_asked_gets_the_verdict_certificate(late_dead):
+    """A verdict result may know its best score too; the claim certified is
+    still the one asked, which is also the far easier formula."""
+    start, result, _ = late_dead
+    asked = replace(result, question=Question.VERDICT)
+    bundle = cert.certify_result(start, asked)
+    assert bundle["claim"]["question"] == "verdict" and "line" not in bundle
 
 
 def test_false_claims_get_no_certificate(late_dead):

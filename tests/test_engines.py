@@ -16,7 +16,9 @@ from verifier.formats import Start, start_from_number
 from verifier.registry import get_game
 from verifier.replay import replay
 from verifier.results import (
+    ProofResult,
     Question,
+    ResultCheckError,
     Status,
     check_result,
     line_elsewhere,
@@ -137,6 +139,29 @@ def test_a_line_and_a_bound_from_two_engines_prove_the_best_score_together():
     assert not merged.score_proven and "b proves every line leaves" in merged.method
     assert engines.combine_bounds([line_only], Question.SCORE) is None
     assert engines.combine_bounds([line_only, bound_only], Question.VERDICT) is None
+    # A line below another engine's proven bound: one of them is wrong, and
+    # the runner says so instead of reporting an optimum.
+    over = replace(bound_only, lower_bound=best + 1)
+    with pytest.raises(ResultCheckError, match="proves every line leaves at least"):
+        engines.combine_bounds([line_only, over], Question.SCORE)
+    with pytest.raises(ResultCheckError):
+        engines._best_unsettled([line_only, over], [], ["a", "b"], 9, SCORE)
+    # The replay holds a result's line against its own bound, too.
+    with pytest.raises(ResultCheckError, match="lower bound"):
+        check_result(GAME, start.state, replace(sat, lower_bound=best + 1))
+    # A failed member is on the record of the answer that settled without it.
+    kept = engines._best_unsettled(
+        [sat], ["c: a line that does not replay"], [], 9, SCORE
+    )
+    assert kept.stats["errors"] == ["c: a line that does not replay"]
+
+
+def test_a_line_that_wins_refutes_a_lost_result():
+    won = dg.parse_position_text("")  # every stack complete: won already
+    assert dg.is_won(won)
+    lie = ProofResult(status=Status.LOST, proven=True, engine="x")
+    with pytest.raises(ResultCheckError, match="a lost result's line ends won"):
+        check_result(GAME, won, lie)
 
 
 def test_members_of_a_portfolio_see_the_best_line_of_the_others():

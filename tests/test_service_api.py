@@ -136,3 +136,27 @@ def test_a_submission_key_is_claimed_once(service_app):
     assert store.claim_submission(key, "job-c") == "job-a"
     store.release_submission(key, "job-a")
     assert store.claim_submission(key, "job-c") is None
+
+
+@pytest.mark.parametrize(
+    "status, earlier, later, reused",
+    [
+        ("running", 10, 10, True),
+        ("running", 10, 5, True),
+        ("queued", 1, 30, False),  # a longer limit asks for more than it may bring
+        ("failed", 30, 1, False),
+    ],
+)
+def test_an_identical_submission_reuses_a_pending_job_only_with_time_enough(
+    status, earlier, later, reused
+):
+    from service.broker import _reusable
+    from worker.jobs import ProofJob
+    from worker.settings import Settings
+    from worker.store import JobRecord
+
+    settings = Settings(max_time_limit=60, max_job_seconds=120)
+    old = ProofJob.from_json({"number": 1, "time_limit": earlier}, settings)
+    new = ProofJob.from_json({"number": 1, "time_limit": later}, settings)
+    record = JobRecord("a" * 32, "proof", old.to_json(), old.budget, key=old.key)
+    assert _reusable({"status": status}, record, new) is reused

@@ -106,8 +106,19 @@ def check_result(game: Game, start: Any, result: ProofResult) -> ProofResult:
     """Replay ``result.line`` from ``start``; raise `ResultCheckError` if it lies.
 
     A ``WON`` line must end won; a line reported with a best score must end
-    stuck with exactly that score. Returns ``result`` unchanged when it checks.
+    stuck with exactly that score. The line is also the one piece of
+    evidence that can refute the result's other claims, so it is held
+    against them: a line of a result that is not ``WON`` must not win, and a
+    proven lower bound must not exceed the best score reported, nor the
+    score of a line that ends stuck (a line leaving fewer cards than "every
+    line leaves at least L" is a counterexample). Returns ``result``
+    unchanged when it checks.
     """
+    low, best = result.lower_bound, result.best_score
+    if low is not None and best is not None and low > best:
+        raise ResultCheckError(
+            f"{result.engine}: lower bound {low} above its own best score {best}"
+        )
     if result.status is Status.UNKNOWN and not result.line:
         return result
     moves = game.parse_moves("\n".join(result.line))
@@ -116,6 +127,14 @@ def check_result(game: Game, start: Any, result: ProofResult) -> ProofResult:
         raise ResultCheckError(f"{result.engine}: line fails at {outcome.error}")
     if result.status is Status.WON and not outcome.won:
         raise ResultCheckError(f"{result.engine}: 'won' line does not end won")
+    if result.status is not Status.WON and outcome.won:
+        raise ResultCheckError(
+            f"{result.engine}: a {result.status.value} result's line ends won"
+        )
+    if low is not None and outcome.stuck and outcome.score < low:
+        raise ResultCheckError(
+            f"{result.engine}: lower bound {low}, but its line leaves {outcome.score}"
+        )
     if result.best_score is not None and result.status is not Status.WON:
         if not outcome.stuck or outcome.score != result.best_score:
             raise ResultCheckError(
