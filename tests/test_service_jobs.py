@@ -59,6 +59,8 @@ def test_settings_come_from_environment_strings():
         ({"number": 1, "time_limt": 5}, InputError, "unknown field(s)"),
         ({"game": "poker", "number": 1}, UnknownGameError, "unknown game 'poker'"),
         ({"game": 7, "number": 1}, InputError, "'game' must be a string"),
+        ({"game": "", "number": 1}, UnknownGameError, "unknown game ''"),
+        ({"kind": "case", "number": 1}, InputError, "'kind' must be one of proof"),
         ({"deal": ["2S", "5S"]}, DealError, "has 2 cards, expected 96"),
         ({"deal": ["AS"] * 96}, DealError, "not in the Devil's Grip deck"),
         ({"number": -1}, DealError, "out of range"),

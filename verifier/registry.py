@@ -18,7 +18,7 @@ def get_game(name: str | None) -> Game:
     """Return the game registered as ``name`` (default Devil's Grip)."""
     if name is not None and not isinstance(name, str):
         raise UnknownGameError(f"'game' must be a string, not {type(name).__name__}")
-    key = (name or DEFAULT_GAME).strip().lower()
+    key = (DEFAULT_GAME if name is None else name).strip().lower()
     try:
         return GAMES[key]
     except KeyError:

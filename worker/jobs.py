@@ -110,6 +110,7 @@ class ProofJob:
         """Validate a proof request; ``defaults`` supply fields a batch sets once."""
         data = {**(defaults or {}), **expect_object(data, "a proof request")}
         check_fields(data, [*PROOF_FIELDS, "kind"], "a proof request")
+        get_choice(data, "kind", ("proof",), "proof")  # a batch item's kind, if given
         game = get_game(get_string(data, "game", DEFAULT_GAME))
         given = [k for k in START_KEYS if data.get(k) is not None]
         if len(given) != 1:
