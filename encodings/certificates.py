@@ -410,6 +410,10 @@ def _check_steps(bundle: dict, checker: str, steps: list[str]) -> None:
     steps.append(f"{checker}: {detail}")
     if "line" in bundle:
         steps.append(_check_line(start, bound, bundle["line"]))
+    elif question is Question.SCORE:
+        steps.append(
+            "no line in the bundle: the bound is checked, not that it is reached"
+        )
 
 
 def _check_line(start: Start, bound: int | None, line: Any) -> str:

@@ -54,6 +54,9 @@ def test_a_score_bundle_carries_the_line_that_reaches_its_bound(late_dead):
     assert bundle["line"] == list(result.line)
     steps = cert.check(bundle).steps
     assert steps[-1].startswith("line replayed") and str(result.best_score) in steps[-1]
+    bare = copy.deepcopy(bundle)
+    del bare["line"]
+    assert "not that it is reached" in cert.check(bare).steps[-1]
     short = copy.deepcopy(bundle)
     short["line"] = short["line"][:-1]
     report = cert.check(short)
@@ -112,7 +115,8 @@ def test_drup_checks_a_small_certificate():
     state = position({"A1": "2S 5S 8S", "A2": "5H 8H JH"}, talon="2H JS")
     bundle = cert.certify(Start(GAME, state, "position"), Question.SCORE, 1)
     report = cert.check(bundle, checker="drup")
-    assert report.ok and "VALID" in report.steps[-1]
+    assert report.ok and "VALID" in report.steps[-2]
+    assert "not that it is reached" in report.steps[-1]  # certify alone: no line
 
 
 def test_cli_certify_and_check(tmp_path, capsys):
