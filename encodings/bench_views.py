@@ -127,17 +127,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     views = args.views.split(",")
-    try:  # every known line is replayed: a finished run calls it optimal
+    numbers = args.numbers or range(args.start, args.start + args.count)
+    try:  # the lines of these deals are replayed: a finished run calls one optimal
         known = known_scores.load(Path(args.known)) if args.known else {}
-        for entry in known.values():
-            known_scores.check(entry)
+        for number in numbers:
+            if number in known:
+                known_scores.check(known[number])
     except InputError as exc:
         parser.error(exc.message)
     print("| deal | " + " | ".join(views) + " |")
     print("|---" * (len(views) + 1) + "|")
     rows = []
     sink = open(args.out, "w", encoding="utf-8") if args.out else None
-    for number in args.numbers or range(args.start, args.start + args.count):
+    for number in numbers:
         entry = known.get(number)
         found = [view_bound(number, view, args.time_limit, entry) for view in views]
         rows.append([run.bound for run in found])

@@ -31,7 +31,7 @@ import yaml
 
 from verifier.errors import InputError, PatienceError
 from verifier.fields import check_plain, get_number, get_string
-from verifier.formats import Start, read_start, start_from_json
+from verifier.formats import Start, position_from_json, read_start, start_from_json
 from verifier.game import Game
 from verifier.registry import get_game
 from verifier.replay import replay
@@ -214,18 +214,10 @@ def _start(item: dict[str, Any], game_name: str | None) -> Start:
         return read_start(str(deal), game.name)
     position = item.get("position")
     if isinstance(position, dict):
-        return start_from_json(position | {"game": _own_game(game, position).name})
+        return start_from_json({"game": game.name, "position": position})
     if isinstance(position, str):
         return Start(game, game.parse_position_text(position), "position")
     raise InputError("needs a 'position' (text or mapping) or a 'deal'")
-
-
-def _own_game(game: Game, mapping: dict[str, Any]) -> Game:
-    """Return ``game``, refusing a mapping that names another one."""
-    named = mapping.get("game")
-    if named is not None and get_game(named) is not game:
-        raise InputError(f"the position is for {named!r}, the case for {game.name!r}")
-    return game
 
 
 def _claim_value(game: Game, claim: str, value: Any) -> Any:
@@ -251,7 +243,7 @@ def _expect(start: Start, item: dict[str, Any]) -> Any:
         raise InputError("an 'after' claim needs an 'expect' position")
     expect = item["expect"]
     if isinstance(expect, dict):
-        return _own_game(start.game, expect).parse_position(expect)
+        return position_from_json(start.game, expect)
     if not isinstance(expect, str):
         raise InputError(f"'expect' must be a position, not {expect!r}")
     return start.game.parse_position_text(expect)

@@ -53,7 +53,7 @@ from typing import Any
 from pysat.solvers import Solver
 
 from verifier.cards import card_count
-from verifier.errors import InputError, UnsupportedError
+from verifier.errors import InputError, UnsupportedError, from_code
 from verifier.formats import Start, start_from_json
 from verifier.replay import replay
 from verifier.results import ProofResult, Question, Status
@@ -215,10 +215,7 @@ def certify_within(start: Start, result: ProofResult, time_limit: float) -> dict
         proc.terminate()
         proc.join(timeout=1)
     if kind != "ok":
-        kind_of = (
-            UnsupportedError if payload["code"] == UnsupportedError.code else InputError
-        )
-        raise kind_of(payload["message"], code=payload["code"])
+        raise from_code(payload["code"], payload["message"])
     return payload
 
 

@@ -81,12 +81,16 @@ def start_from_json(data: Any, game_name: str | None = None) -> Start:
             raise InputError("'deal' must be deal text or a list of card tokens")
         return start_from_deal(game, game.deal_from_list(deal))
     position = data.get("position", data)
+    return Start(game, position_from_json(game, position), "position")
+
+
+def position_from_json(game: Game, position: Any) -> Any:
+    """Return ``game``'s position from its JSON form, refusing one that names
+    another game (a position's own ``game`` field, if it has one)."""
     named = position.get("game") if isinstance(position, dict) else None
     if named is not None and get_game(named) is not game:
-        raise InputError(
-            f"the position is for {named!r}, the request for {game.name!r}"
-        )
-    return Start(game, game.parse_position(position), "position")
+        raise InputError(f"the position is for {named!r}, not {game.name!r}")
+    return game.parse_position(position)
 
 
 _NUMBER = re.compile(r"^\s*number\s+([0-9]+)\s*$", re.IGNORECASE)
