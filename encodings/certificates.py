@@ -60,6 +60,7 @@ from verifier.results import ProofResult, Question, Status
 from verifier.textforms import load_json
 
 from . import devils_grip_sat_cnf
+from .processes import die_with_parent, stop
 
 FORMAT = "patience-certificate/1"
 CHECKERS = ("dratify", "drup")
@@ -195,8 +196,10 @@ def certify_within(start: Start, result: ProofResult, time_limit: float) -> dict
 
     ctx = billiard.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
+    parent_pid = os.getpid()
 
     def run() -> None:
+        die_with_parent(parent_pid)
         try:
             child.send(("ok", certify_result(start, result)))
         except InputError as exc:
@@ -210,10 +213,13 @@ def certify_within(start: Start, result: ProofResult, time_limit: float) -> dict
     try:
         if not parent.poll(time_limit):
             raise UnsupportedError(f"the certificate took longer than {time_limit:g} s")
-        kind, payload = parent.recv()
+        try:
+            kind, payload = parent.recv()
+        except EOFError:
+            died = "the certificate process died without an answer"
+            raise RuntimeError(died) from None
     finally:
-        proc.terminate()
-        proc.join(timeout=1)
+        stop([proc], grace=1.0)
     if kind != "ok":
         raise from_code(payload["code"], payload["message"])
     return payload

@@ -41,8 +41,9 @@ Once a line leaving ``u`` cards is known, only lines leaving fewer matter.
 ``least_score(below=u)`` adds the hard clauses `Encoding.score_below` ("at
 most ``u - 1 - score_offset`` pieces unlinked", on a totalizer) to the
 formula of each restricted view (the grid view: see below). The unlinked
-count is exact on every model, so every line below ``u`` keeps all its
-models, among them the one whose view cost is its score. Hence RC2's cost
+count is exact on every model, so every line below ``u`` keeps the models
+it had (with dominance on, those of its normal form, which leaves as many
+cards), among them one whose view cost is its score. Hence RC2's cost
 ``c`` on the restricted formula proves that every line leaves at least
 ``min(u, offset + c)`` cards; once ``offset + c`` reaches ``u``, or the
 restricted formula has no model, ``u`` is optimal; and a model RC2 returns
@@ -214,6 +215,22 @@ class CoreGuided(RC2):
             super().minimize_core()
         finally:
             self._minimizing = False
+
+    def trim_core(self) -> None:
+        """RC2's core trimming, which keeps the core in hand when paused.
+
+        RC2 reads the oracle's core after each trimming call; a call that
+        `_call_oracle` ended undecided (past ``pause_after``, answering True)
+        leaves no core to read. Trimming only shortens a core already proven,
+        so stopping early keeps a valid (longer) core.
+        """
+        for _ in range(self.trim):
+            if self._call_oracle(assumptions=self.core):
+                return  # paused: no new core, keep this one
+            new_core = self.oracle.get_core()
+            if len(new_core) == len(self.core):
+                return
+            self.core = new_core
 
     def process_core(self) -> None:
         super().process_core()

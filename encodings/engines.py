@@ -18,7 +18,6 @@ it leaves this module.
 from __future__ import annotations
 
 import os
-import signal
 import time
 import traceback
 from dataclasses import replace
@@ -43,6 +42,7 @@ from verifier.results import (
 )
 
 from . import besieged_fortress_sat, devils_grip_sat, devils_grip_smt
+from .processes import die_with_parent, stop
 
 
 class Prover(Protocol):
@@ -217,7 +217,13 @@ def _run_here(
 
 
 def _child(
-    prover: Prover, state: Any, question: Question, limit: float, conn, shared
+    prover: Prover,
+    state: Any,
+    question: Question,
+    limit: float,
+    conn,
+    shared,
+    parent_pid: int,
 ) -> None:
     """Run one prover and send its result (as JSON-ready data) to the parent.
 
@@ -226,6 +232,7 @@ def _child(
     ``shared`` holds the best line's score over all members (-1: none yet),
     which the prover reads through `verifier.results.line_elsewhere`.
     """
+    die_with_parent(parent_pid)
     set_partial_sink(lambda partial: conn.send(("partial", partial.to_json())))
     set_line_source(lambda: shared.value if shared.value >= 0 else None)
     try:
@@ -251,7 +258,7 @@ def _portfolio(
     shared = ctx.Value("i", -1, lock=False)
     for name, prover in provers.items():
         parent, child = ctx.Pipe(duplex=False)
-        args = (prover, state, question, soft, child, shared)
+        args = (prover, state, question, soft, child, shared, os.getpid())
         proc = ctx.Process(target=_child, args=args)
         proc.daemon = True
         proc.start()
@@ -287,7 +294,7 @@ def _portfolio(
                 if together is not None:
                     return _noting(together, errors)
     finally:
-        _stop([proc for _, proc in running.values()])
+        stop([proc for _, proc in running.values()])
     answers = list(latest.values())
     if refusals and len(refusals) == len(provers):
         # Every member refused the input: its error is the answer, not "no
@@ -388,17 +395,6 @@ def combine_bounds(
 def _joined(*names: str) -> str:
     """Return engine names joined by '+', each once, in order."""
     return "+".join(dict.fromkeys(names))
-
-
-def _stop(procs: list[Any]) -> None:
-    """Terminate prover processes at once, then kill any that linger."""
-    for proc in procs:
-        proc.terminate()
-    for proc in procs:
-        proc.join(timeout=0.5)
-        if proc.is_alive():
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.join(timeout=0.5)
 
 
 def _receive(conn) -> tuple[str, Any]:

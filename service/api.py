@@ -15,6 +15,7 @@ from verifier.textforms import load_json
 from worker.jobs import BatchJob, DealsJob, ProofJob
 
 from . import broker, openapi
+from .broker import UnsupportedMediaTypeError
 from .games import games_summary
 
 bp = Blueprint("v1", __name__, url_prefix="/v1")
@@ -26,7 +27,19 @@ def service() -> broker.Service:
 
 
 def read_json() -> Any:
-    """Return the decoded JSON body; any malformation is a precise 400."""
+    """Return the decoded JSON body; any malformation is a precise 400.
+
+    The body must say it is JSON (``Content-Type: application/json``, which
+    ``curl --json`` and ``fetch`` with that header send). A form or
+    ``text/plain`` POST is what any web page can send across origins without
+    the browser asking first, so accepting one would let every page a user
+    opens queue hour-long jobs on a service at ``localhost``.
+    """
+    if request.mimetype != "application/json":
+        raise UnsupportedMediaTypeError(
+            f"the body must be JSON, sent with 'Content-Type: application/json' "
+            f"(got {request.mimetype or 'none'!r})"
+        )
     raw = request.get_data(cache=False)
     if not raw.strip():
         raise InputError("empty body: expected a JSON object", code="malformed_json")

@@ -22,7 +22,7 @@ from worker.settings import Settings
 from worker.store import Store
 
 from . import api, web
-from .broker import ConflictError, NotFoundError, Service
+from .broker import ConflictError, NotFoundError, Service, UnsupportedMediaTypeError
 
 #: Largest accepted request body: a batch of 1000 deals fits with room to spare.
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -31,7 +31,11 @@ log = logging.getLogger(__name__)
 
 
 #: Status codes of errors that are not plain bad input (400).
-ERROR_STATUS: dict[type[PatienceError], int] = {NotFoundError: 404, ConflictError: 409}
+ERROR_STATUS: dict[type[PatienceError], int] = {
+    NotFoundError: 404,
+    ConflictError: 409,
+    UnsupportedMediaTypeError: 415,
+}
 
 
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:

@@ -53,6 +53,12 @@ class ConflictError(PatienceError):
     code = "not_ready"
 
 
+class UnsupportedMediaTypeError(PatienceError):
+    """A request body that does not say it is JSON."""
+
+    code = "unsupported_media_type"
+
+
 @dataclass(frozen=True)
 class Service:
     """What the views need: settings, the Celery client and the job store."""

@@ -41,6 +41,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         405: "Method not allowed",
         409: "The job is not done",
         413: "Request body too large",
+        415: "The body is not sent as application/json",
         503: "Redis is not reachable",
     }
     return {str(c): _reply(texts[c], _ref("Error")) for c in codes}
@@ -169,7 +170,7 @@ def _submit(summary: str, request: str) -> dict[str, Any]:
             "responses": {
                 "202": _reply("Queued; poll the Location", _ref("Job")),
                 "200": _reply("Answered by an identical submission", _ref("Job")),
-                **_errors(400, 405, 413, 503),
+                **_errors(400, 405, 413, 415, 503),
             },
         }
     }

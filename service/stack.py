@@ -30,15 +30,17 @@ WORKER_STOP_TIMEOUT = 10.0
 
 @contextlib.contextmanager
 def stopped_by_signals() -> Iterator[None]:
-    """Raise KeyboardInterrupt on SIGTERM and SIGINT inside the block.
+    """Raise KeyboardInterrupt on SIGTERM, SIGINT and SIGHUP inside the block.
 
     SIGTERM (a service manager's stop, ``kill``) must shut down as cleanly
     as Ctrl-C. SIGINT is set too because a shell without job control starts
     a background command with SIGINT ignored, and Python then leaves it
-    ignored: Ctrl-C (or ``kill -INT``) would not stop it. The handlers
+    ignored: Ctrl-C (or ``kill -INT``) would not stop it. SIGHUP is a closed
+    terminal or SSH session: without a handler Python dies at once and the
+    worker (in its own session) and Redis are left running. The handlers
     before the block come back after it.
     """
-    stops = (signal.SIGTERM, signal.SIGINT)
+    stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in stops}
     try:
         yield

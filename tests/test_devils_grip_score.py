@@ -258,6 +258,28 @@ def test_core_exhaustion_gives_way_by_conflicts_not_by_the_clock():
         rc2.delete()
 
 
+def test_core_trimming_given_way_keeps_the_core_in_hand():
+    """A trimming call answered "satisfiable" by ``pause_after`` (after an
+    undecided chunk) leaves no new core: the proven one is kept (RC2's own
+    trimming read the missing core and failed with a TypeError)."""
+    enc = build_encoding(dg.initial_state(dg.numbered_deal(1)), Question.SCORE)
+    links = score_mod.views(enc)[0]
+    rc2 = score_mod.CoreGuided(
+        score_mod.score_wcnf(enc, links), deadline=None, on_bound=lambda c: None
+    )
+    try:
+        everything_linked = [-lit for lit, _ in links.terms]
+        assert rc2._call_oracle(everything_linked) is False
+        rc2.core = core = rc2.oracle.get_core()
+        rc2.oracle.conf_budget(1)  # a line exists, but not within 1 conflict
+        assert rc2.oracle.solve_limited(assumptions=[]) is None
+        rc2.pause_after = rc2.conflicts()
+        rc2.trim_core()
+        assert rc2.core == core
+    finally:
+        rc2.delete()
+
+
 def _core_trace(number: int, below: int) -> list[tuple[int, int]]:
     """Return (cost, oracle conflicts) after each core of the restricted grid
     view of deal ``number`` run to the end (`_Tracing` must be installed)."""

@@ -71,9 +71,32 @@ def test_bad_input_gets_a_precise_4xx(
 
 
 def test_oversize_body_is_413(api_no_worker):
-    reply = api_no_worker.post("/v1/batches", data=b" " * (3 * 1024 * 1024))
+    body = b" " * (3 * 1024 * 1024)
+    reply = api_no_worker.post(
+        "/v1/batches", data=body, content_type="application/json"
+    )
     assert reply.status_code == 413
     assert "larger than" in reply.get_json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data"],
+)
+def test_a_body_not_sent_as_json_is_415_and_queues_nothing(api_no_worker, content_type):
+    """What a web page can POST across origins without a preflight is refused."""
+    app = api_no_worker.application
+    before = _count_jobs(app)
+    body = json.dumps({"number": 5, "time_limit": 1})
+    reply = api_no_worker.post("/v1/proofs", data=body, content_type=content_type)
+    assert reply.status_code == 415, reply.get_data(as_text=True)
+    error = reply.get_json()["error"]
+    assert error["code"] == "unsupported_media_type"
+    assert "application/json" in error["message"]
+    assert _count_jobs(app) == before
+    charset = "application/json; charset=utf-8"
+    sent = api_no_worker.post("/v1/proofs", data=b"[", content_type=charset)
+    assert sent.status_code == 400  # with a charset it is read (and found malformed)
 
 
 def test_wrong_method_is_405_with_allow(api_no_worker):

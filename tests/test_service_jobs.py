@@ -34,6 +34,13 @@ def test_visibility_timeout_shorter_than_a_job_is_refused():
         Settings(max_time_limit=50, max_job_seconds=100, visibility_timeout=50)
 
 
+def test_a_time_limit_beyond_the_provers_own_is_refused():
+    from patience_encodings.engines import MAX_TIME_LIMIT
+
+    with pytest.raises(ValueError, match="provers' limit"):
+        Settings(max_time_limit=MAX_TIME_LIMIT + 1, max_job_seconds=2 * MAX_TIME_LIMIT)
+
+
 def test_settings_come_from_environment_strings():
     env = {
         "REDIS_URL": "redis://example:1/2",
@@ -181,6 +188,48 @@ def test_batch_defaults_apply_to_items_and_the_budget_is_bounded():
     many = {"time_limit": 30, "items": [{"number": n} for n in range(5)]}
     with pytest.raises(InputError, match="split it or lower 'time_limit'"):
         jobs.BatchJob.from_json(many, SETTINGS)
+
+
+class _TimeUp(Exception):
+    """Stands for Celery's soft time limit: an exception a signal raises."""
+
+
+def _raise_time_up(signum, frame):
+    raise _TimeUp
+
+
+@pytest.mark.skipif(not engines_for("devils-grip"), reason="no prover registered")
+def test_a_batch_out_of_time_keeps_the_items_it_finished():
+    """The time-up exception arrives by a signal mid-proof, as the soft limit does."""
+    import signal
+
+    body = {
+        "time_limit": 2,
+        "question": "score",
+        "items": [{"number": n} for n in (3, 9, 13)],
+    }
+    job = jobs.BatchJob.from_json(body, SETTINGS)
+    reports = []
+
+    def progress(meta):
+        reports.append(meta)
+        if (
+            meta["done"] == 1
+        ):  # the first item is proven: the time runs out in the second
+            signal.setitimer(signal.ITIMER_REAL, 0.5)
+
+    previous = signal.signal(signal.SIGALRM, _raise_time_up)
+    try:
+        out = jobs.run_batch(job, None, progress, time_up=(_TimeUp,))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    first, *rest = out["items"]
+    assert first["ok"] and first["index"] == 0  # kept, whatever 2 s settled
+    assert [item["index"] for item in rest] == [1, 2]
+    assert all(item["error"]["code"] == "time_limit" for item in rest)
+    assert out["counts"] == {first["result"]["status"]: 1, "failed": 2}
+    assert out["total"] == 3
 
 
 # -- cases in batches -----------------------------------------------------------

@@ -107,6 +107,55 @@ def test_killed_worker_job_is_redelivered_and_completes(fragile):
     assert all(item["ok"] for item in items)
 
 
+def _wait_for(condition, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+    return value
+
+
+@needs_prover
+def test_a_job_that_kills_its_process_every_time_fails_as_worker_lost(fragile):
+    """A pool process dying puts its job straight back (reject on worker lost);
+    after `MAX_ATTEMPTS` starts the job fails instead of looping for ever, and
+    no prover process outlives the pool process that started it."""
+    import psutil
+
+    from worker.tasks import MAX_ATTEMPTS
+
+    client = fragile.app.test_client()
+    redis_client = fragile.app.extensions["patience"].store.client
+    worker = fragile.start_worker()
+    body = {"number": 3, "question": "score", "engine": "auto", "time_limit": 2}
+    try:
+        job = client.post("/v1/proofs", json=body).get_json()
+        attempts = f"patience:attempts:{job['id']}"
+        main = psutil.Process(worker.proc.pid)
+        for start in range(1, MAX_ATTEMPTS + 1):
+            _wait_for(
+                lambda n=start: int(redis_client.get(attempts) or 0) >= n,
+                20,
+                f"start {start} never came",
+            )
+            pool = _wait_for(
+                lambda: [p for p in main.children() if p.children()],
+                10,
+                "the provers never started",
+            )[0]
+            provers = pool.children()
+            pool.kill()  # as the out-of-memory killer would
+            gone, alive = psutil.wait_procs(provers, timeout=5)
+            assert not alive, "prover processes outlived their pool process"
+        view = _wait(client, job["links"]["self"], timeout=30)
+    finally:
+        worker.stop()
+    assert view["status"] == "failed", view
+    assert view["error"]["code"] == "worker_lost"
+    assert f"died {MAX_ATTEMPTS} times" in view["error"]["message"]
+    assert int(redis_client.get(attempts)) == MAX_ATTEMPTS + 1
+
+
 def test_redis_restart_is_reported_then_recovered(fragile):
     client = fragile.app.test_client()
     worker = fragile.start_worker()

@@ -101,16 +101,17 @@ def test_worker_options_are_checked(monkeypatch, capsys, argv, fragment):
     assert fragment in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_serve_and_study_are_stopped_by_either_signal_even_if_ignored(signum):
-    """`stopped_by_signals` (``serve``, ``study``) turns both into an interrupt.
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_serve_and_study_are_stopped_by_each_signal_even_if_ignored(signum):
+    """`stopped_by_signals` (``serve``, ``study``) turns each into an interrupt.
 
     SIGINT starts ignored here, as in a background job; the handlers from
-    before come back afterwards.
+    before come back afterwards. SIGHUP is a closed terminal.
     """
     from service.stack import stopped_by_signals
 
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {sig: signal.getsignal(sig) for sig in stops}
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with pytest.raises(KeyboardInterrupt), stopped_by_signals():
@@ -118,6 +119,7 @@ def test_serve_and_study_are_stopped_by_either_signal_even_if_ignored(signum):
             time.sleep(5)  # the handler interrupts this at once
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         assert signal.getsignal(signal.SIGTERM) is before[signal.SIGTERM]
+        assert signal.getsignal(signal.SIGHUP) is before[signal.SIGHUP]
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)

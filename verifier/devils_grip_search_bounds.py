@@ -43,10 +43,13 @@ If that maximum is below 1 at some forced ``x``, no such line exists: the
 best score is at least ``dead + 1``.
 
 Talon *reservations* sharpen it. A live talon card ``c`` must be played in
-such a line. If no copy of ``c - 3`` is in the stock or higher in the talon,
-``c`` can only go on a top ``c - 3`` showing now, and that top (one per such
-``c``) can never take a merge; so the bound treats ``c`` as played at once
-(one top ``c - 3`` fewer, one top ``c`` more: the extra top only helps). If
+such a line. If no copy of ``c - 3`` is in the stock, ``c`` can only go on
+a top ``c - 3`` showing now or on a talon copy of ``c - 3`` played first;
+the bound reserves a top showing now for it (that top can never take a
+merge), treating ``c`` as played at once (one top ``c - 3`` fewer, one top
+``c`` more: the extra top only helps), and lets every copy of ``c - 3`` not
+yet placed -- a talon copy, above or below ``c``, among them -- excuse one
+reservation (`chain_max`'s ``u``), which covers the talon copies. If
 ``c`` is a 5, 6 or 7, the copies of its base ``c - 3`` still in the stock are
 refilled where they stand (a base is never dealt), so from the last of them
 on the same holds with "showing now" read as "showing then": the bound
@@ -257,6 +260,12 @@ class Bounds:
             return cheap
         if canon.dead == 0 and self.late_bottom(canon):
             return max(cheap, 1)
+        # The cache's key leaves out ``dead``, and `margin` fills it at nodes
+        # with no dead card (the "complete" checks). Reusing such a value at a
+        # node with the same key and dead cards is sound all the same: the
+        # key fixes how the rest of the game can go, so that node's lines are
+        # the dead-0 node's lines plus its dead cards, and a negative slack
+        # (no line of the key leaves 0 live cards) means at least dead + 1.
         slack = self._slacks.get(canon.key)
         if slack is None:
             slack = self.slack(canon, early=True)

@@ -414,9 +414,18 @@ def _parse_item(
 
 
 def run_batch(
-    job: BatchJob, answers: AnswerCache | None = None, progress: Progress | None = None
+    job: BatchJob,
+    answers: AnswerCache | None = None,
+    progress: Progress | None = None,
+    time_up: tuple[type[BaseException], ...] = (),
 ) -> dict[str, Any]:
-    """Prove every item; one item's error does not stop the others."""
+    """Prove every item; one item's error does not stop the others.
+
+    ``time_up`` are the exceptions that say the job's own time is over (the
+    task passes Celery's soft time limit). The items finished by then are
+    kept and the rest answered ``time_limit``: a batch that overruns loses
+    its last items, not the hundreds it already proved.
+    """
     results: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
     if progress:
@@ -434,6 +443,15 @@ def run_batch(
         except (PatienceError, ResultCheckError) as exc:
             results.append({"index": index, "ok": False, "error": error_json(exc)})
             counts["failed"] += 1
+        except time_up:
+            late = {
+                "code": "time_limit",
+                "message": "the batch ran past its time limit",
+            }
+            for rest in range(index, len(job.items)):
+                results.append({"index": rest, "ok": False, "error": late})
+            counts["failed"] += len(job.items) - index
+            break
         if progress:
             progress({"done": index + 1, "total": len(job.items), **counts})
     return {"total": len(job.items), "counts": dict(counts), "items": results}

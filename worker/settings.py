@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from patience_encodings.engines import MAX_TIME_LIMIT
+
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
@@ -63,6 +65,11 @@ class Settings:
             object.__setattr__(self, "visibility_timeout", float(derived))
         if self.max_time_limit > self.max_job_seconds:
             raise ValueError("max_time_limit cannot exceed max_job_seconds")
+        if self.max_time_limit > MAX_TIME_LIMIT:
+            # Else the API accepts limits that every worker then refuses.
+            raise ValueError(
+                f"max_time_limit cannot exceed the provers' limit, {MAX_TIME_LIMIT:g} s"
+            )
         if self.visibility_timeout <= hard_limit(self.max_job_seconds):
             raise ValueError(
                 f"visibility_timeout {self.visibility_timeout:g} s must exceed the "

@@ -11,6 +11,11 @@
   worker to finish it. A redelivered copy of the job (its worker died before
   acknowledging it) returns this instead of working again, so a job is never
   answered twice with different results.
+- ``patience:attempts:<id>``: how many times a worker has started the job.
+  A job whose worker process dies is put back on the queue at once
+  (``task_reject_on_worker_lost``); the count is what stops a job that kills
+  its process every time (out of memory, a crash in a solver) from running
+  for ever (`worker.tasks.MAX_ATTEMPTS`).
 - ``patience:answer:<key>``: a settled answer, which a worker reuses (after
   replaying it) for identical proofs, in batches too.
 
@@ -20,6 +25,7 @@ Everything expires: records and submissions with the results
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -119,15 +125,32 @@ class Store:
         raw = self.client.get(_outcome(job_id))
         return json.loads(raw) if raw else None
 
+    def count_attempt(self, job_id: str) -> int:
+        """Count one more start of ``job_id``; return the starts so far."""
+        with self.client.pipeline() as pipe:
+            pipe.incr(_attempts(job_id))
+            pipe.expire(_attempts(job_id), self.ttl)
+            count, _ = pipe.execute()
+        return int(count)
+
     # -- settled answers (the worker's `AnswerCache`) --------------------------------
     def get(self, key: str) -> dict[str, Any] | None:
-        """Return the settled answer stored for ``key``."""
-        raw = self.client.get(_answer(key))
+        """Return the settled answer stored for ``key``, or None.
+
+        The cache is a shortcut, so Redis failing here means "no answer
+        stored" rather than a failed job (a whole batch would be lost to one
+        unlucky lookup); the job store's own calls retry instead.
+        """
+        try:
+            raw = self.client.get(_answer(key))
+        except redis.RedisError:
+            return None
         return json.loads(raw) if raw else None
 
     def put(self, key: str, answer: dict[str, Any]) -> None:
-        """Store a settled answer for ``key``."""
-        self.client.set(_answer(key), json.dumps(answer), ex=self.answer_ttl)
+        """Store a settled answer for ``key`` (best effort, like `get`)."""
+        with contextlib.suppress(redis.RedisError):
+            self.client.set(_answer(key), json.dumps(answer), ex=self.answer_ttl)
 
 
 def _job(job_id: str) -> str:
@@ -140,6 +163,10 @@ def _submission(key: str) -> str:
 
 def _outcome(job_id: str) -> str:
     return f"{PREFIX}outcome:{job_id}"
+
+
+def _attempts(job_id: str) -> str:
+    return f"{PREFIX}attempts:{job_id}"
 
 
 def _answer(key: str) -> str:

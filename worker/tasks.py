@@ -26,6 +26,12 @@ from .settings import Settings
 from .store import Store
 
 _STORE: Store | None = None
+#: Starts a job gets. A worker process that dies (SIGKILL, out of memory, a
+#: crash in a solver) puts its job straight back on the queue; the job that
+#: caused it would cause it again, so after this many starts it fails as
+#: ``worker_lost`` instead. Three, because a worker machine lost for another
+#: reason costs one start too.
+MAX_ATTEMPTS = 3
 #: Seconds a task keeps retrying the job store while Redis is down.
 REDIS_PATIENCE = 120.0
 
@@ -59,6 +65,14 @@ def _answer(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return {"ok": False, "error": error}
 
 
+def _worker_lost(attempts: int) -> dict[str, Any]:
+    message = (
+        f"the worker running this job died {attempts - 1} times "
+        "(out of memory or killed); it is not started again"
+    )
+    return {"ok": False, "error": {"code": "worker_lost", "message": message}}
+
+
 def _once(task: Task, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run ``work`` unless this job already has an outcome; keep the first one.
 
@@ -69,7 +83,8 @@ def _once(task: Task, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     job_id = task.request.id
     outcome = _retrying(lambda: store.get_outcome(job_id))
     if outcome is None:
-        outcome = _answer(work)
+        attempts = _retrying(lambda: store.count_attempt(job_id))
+        outcome = _answer(work) if attempts <= MAX_ATTEMPTS else _worker_lost(attempts)
         _retrying(lambda: store.save_outcome(job_id, outcome))
         outcome = _retrying(lambda: store.get_outcome(job_id)) or outcome
     return outcome
@@ -115,6 +130,8 @@ def batch(self: Task, request: dict[str, Any]) -> dict[str, Any]:
 
     def work() -> dict[str, Any]:
         job = jobs.BatchJob.from_json(request, _settings(self))
-        return jobs.run_batch(job, _store(self), _progress(self))
+        return jobs.run_batch(
+            job, _store(self), _progress(self), time_up=(SoftTimeLimitExceeded,)
+        )
 
     return _once(self, work)

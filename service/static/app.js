@@ -218,6 +218,22 @@ function describeProgress(view, started, limit) {
   return `${view.status}: ${seconds} s`;
 }
 
+/** Errors a poll rides out: a dropped connection, a proxy's page, Redis restarting. */
+const TRANSIENT = new Set(["unreachable", "bad_reply", "unavailable"]);
+const POLL_RETRIES = 8;
+
+/** GET a job's view; a brief outage is waited out, not taken for the job's end. */
+async function poll(path) {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await api("GET", path);
+    } catch (exc) {
+      if (!TRANSIENT.has(exc.code) || attempt >= POLL_RETRIES) throw exc;
+      await sleep(POLL_MS * attempt);
+    }
+  }
+}
+
 /** Poll a job until it is done or failed; return its last view (null if replaced). */
 async function follow(view, what) {
   const token = {};
@@ -229,7 +245,7 @@ async function follow(view, what) {
   while (view.status === "queued" || view.status === "running") {
     await sleep(POLL_MS);
     if (following !== token) return null;
-    view = await api("GET", view.links.self);
+    view = await poll(view.links.self);
     if (following !== token) return null;
     setStatus(`${label} ${describeProgress(view, started, limit)}`);
   }
