@@ -97,7 +97,7 @@ def get_games():
 
 @bp.get("/health")
 def get_health():
-    """Return 200 when Redis answers and a worker is alive, else 503."""
+    """Return 200 when Redis answers and every queue has a live worker, else 503."""
     body, ok = broker.health(service())
     return jsonify(body), 200 if ok else 503
 

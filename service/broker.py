@@ -26,7 +26,7 @@ from verifier.formats import Start
 from verifier.registry import get_game
 from verifier.replay import replay
 from verifier.results import ProofResult, Question, Status
-from worker.celery_app import BATCH_TASK, DEALS_TASK, PROVE_TASK, ROUTES
+from worker.celery_app import BATCH_TASK, DEALS_TASK, PROVE_TASK, QUEUES, ROUTES
 from worker.jobs import BatchJob, DealsJob, ProofJob
 from worker.settings import Settings, hard_limit, soft_limit
 from worker.store import JobRecord, Store
@@ -293,29 +293,43 @@ def certificate(service: Service, job_id: str) -> dict[str, Any]:
 
 # -- health ----------------------------------------------------------------
 def health(service: Service) -> tuple[dict[str, Any], bool]:
-    """Return whether Redis answers and how many workers answer a ping."""
+    """Return whether Redis answers and every queue has a live consumer.
+
+    One broadcast asks each worker which queues it consumes (it answers
+    only if alive), so a deployment whose workers all serve ``batches``
+    is reported down for ``proofs`` instead of "ok" while proofs wait.
+    """
     try:
         service.store.ping()
         redis_state: dict[str, Any] = {"ok": True}
     except redis.RedisError as exc:
         redis_state = {"ok": False, "error": str(exc)}
-    workers: list[str] = []
+    consumed: dict[str, list[str]] = {}
     if redis_state["ok"]:
         try:
             # Its own connection: a ping on the pooled one leaves state that
             # makes every prover process forked later wait in kombu's clean-up.
             with service.celery.connection_for_write() as conn:
-                replies = (
-                    service.celery.control.ping(timeout=PING_TIMEOUT, connection=conn)
-                    or []
+                inspect = service.celery.control.inspect(
+                    timeout=PING_TIMEOUT, connection=conn
                 )
-            workers = sorted(name for reply in replies for name in reply)
+                replies = inspect.active_queues() or {}
+            consumed = {
+                name: sorted(q["name"] for q in queues or [])
+                for name, queues in replies.items()
+            }
         except (OperationalError, redis.RedisError, OSError) as exc:
             redis_state = {"ok": False, "error": str(exc)}
-    ok = redis_state["ok"] and bool(workers)
+    workers = sorted(consumed)
+    queues = {
+        q: {"consumers": sum(q in names for names in consumed.values())} for q in QUEUES
+    }
+    served = all(queue["consumers"] for queue in queues.values())
+    ok = redis_state["ok"] and bool(workers) and served
     body = {
         "status": "ok" if ok else "degraded",
         "redis": redis_state,
         "workers": {"ok": bool(workers), "count": len(workers), "names": workers},
+        "queues": queues,
     }
     return body, ok

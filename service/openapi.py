@@ -152,11 +152,15 @@ def _schemas(settings: Settings) -> dict[str, Any]:
         "Games": {"type": "object", "required": ["games"]},
         "Health": {
             "type": "object",
-            "required": ["status", "redis", "workers"],
+            "required": ["status", "redis", "workers", "queues"],
             "properties": {
                 "status": {"type": "string", "enum": ["ok", "degraded"]},
                 "redis": {"type": "object"},
                 "workers": {"type": "object"},
+                "queues": {
+                    "description": "Per queue, how many live workers consume it",
+                    "type": "object",
+                },
             },
         },
     }
@@ -227,7 +231,7 @@ def document(settings: Settings) -> dict[str, Any]:
             },
             "/v1/health": {
                 "get": {
-                    "summary": "Redis reachable and a worker alive",
+                    "summary": "Redis reachable, every queue consumed by a live worker",
                     "responses": {
                         "200": _reply("Healthy", _ref("Health")),
                         "503": _reply("Degraded", _ref("Health")),

@@ -43,11 +43,14 @@ class Fragile:
     app: Any
     logs: Path
 
-    def start_worker(self) -> Any:
+    def start_worker(self, queues: tuple[str, ...] | None = None) -> Any:
         from service.stack import WorkerProcess
+        from worker.celery_app import QUEUES
 
         log = open(self.logs / f"worker-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115
-        worker = WorkerProcess(self.env, concurrency=1, log=log).start()
+        worker = WorkerProcess(
+            self.env, concurrency=1, queues=queues or QUEUES, log=log
+        ).start()
         worker.wait_ready(self.app.extensions["patience"].celery, timeout=60)
         return worker
 
@@ -154,6 +157,19 @@ def test_a_job_that_kills_its_process_every_time_fails_as_worker_lost(fragile):
     assert view["error"]["code"] == "worker_lost"
     assert f"died {MAX_ATTEMPTS} times" in view["error"]["message"]
     assert int(redis_client.get(attempts)) == MAX_ATTEMPTS + 1
+
+
+def test_health_is_degraded_while_a_queue_has_no_consumer(fragile):
+    client = fragile.app.test_client()
+    worker = fragile.start_worker(queues=("batches",))
+    try:
+        reply = client.get("/v1/health")
+    finally:
+        worker.stop()
+    body = reply.get_json()
+    assert reply.status_code == 503 and body["status"] == "degraded"
+    assert body["redis"]["ok"] and body["workers"]["count"] == 1
+    assert body["queues"] == {"proofs": {"consumers": 0}, "batches": {"consumers": 1}}
 
 
 def test_redis_restart_is_reported_then_recovered(fragile):
