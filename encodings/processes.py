@@ -25,6 +25,17 @@ from typing import Any
 PR_SET_PDEATHSIG = 1
 
 
+def _libc() -> ctypes.CDLL | None:
+    """Return the C library, looked up once here rather than in every child."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    except OSError:
+        return None
+
+
+_LIBC = _libc()
+
+
 def die_with_parent(parent_pid: int) -> None:
     """Make this (child) process get SIGKILL when ``parent_pid`` dies.
 
@@ -36,10 +47,8 @@ def die_with_parent(parent_pid: int) -> None:
     started from a short-lived thread must be waited for by that thread
     (`certificates.certify_within` is: it stops its child before returning).
     """
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
+    prctl = getattr(_LIBC, "prctl", None)
+    if prctl is None or prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         return
     if os.getppid() != parent_pid:
         os._exit(1)

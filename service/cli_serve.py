@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import time
 from typing import Any
@@ -119,7 +118,7 @@ def _serve(args: argparse.Namespace) -> None:
     """Start the parts, supervise the worker, stop everything on an interrupt."""
     from service.app import create_app
     from service.embedded import EmbeddedRedis
-    from service.stack import ServerThread, WorkerProcess
+    from service.stack import ServerThread, WorkerProcess, ignore_stops
 
     embedded = None if os.environ.get("REDIS_URL") else EmbeddedRedis()
     worker = server = None
@@ -142,8 +141,7 @@ def _serve(args: argparse.Namespace) -> None:
     except KeyboardInterrupt:
         print("\nshutting down ...", file=sys.stderr)
     finally:  # a second Ctrl-C must not cut the shutdown short
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        ignore_stops()
         if server:
             server.stop()
         if worker:

@@ -37,16 +37,25 @@ def stopped_by_signals() -> Iterator[None]:
     a background command with SIGINT ignored, and Python then leaves it
     ignored: Ctrl-C (or ``kill -INT``) would not stop it. SIGHUP is a closed
     terminal or SSH session: without a handler Python dies at once and the
-    worker (in its own session) and Redis are left running. The handlers
-    before the block come back after it.
+    worker (in its own session) and Redis are left running -- unless SIGHUP
+    is ignored (``nohup``), which is the user asking to outlive the terminal,
+    so it stays ignored. The handlers before the block come back after it.
     """
-    stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    stops = [signal.SIGTERM, signal.SIGINT]
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        stops.append(signal.SIGHUP)
     previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in stops}
     try:
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def ignore_stops() -> None:
+    """Ignore the stopping signals, so a second one cannot cut a clean-up short."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 class WorkerProcess:

@@ -49,7 +49,7 @@ import redis
 from kombu.exceptions import OperationalError
 
 from verifier.errors import InputError
-from worker.jobs import BatchJob, ProofJob
+from worker.jobs import NOT_REACHED, BatchJob, ProofJob
 from worker.settings import Settings
 
 from . import broker
@@ -296,7 +296,7 @@ class Study:
                 lambda c=chunk: broker.job_view(self.service, c.record)
             )
             if view["status"] == "done":
-                self._store_items(chunk, view["result"]["items"])
+                self._store_items(chunk, view["result"]["items"], todo)
             elif view["status"] == "failed":
                 self._failed(chunk, view["error"] or {}, todo)
             else:
@@ -305,12 +305,25 @@ class Study:
             del self.inflight[chunk.record.id]
             self._save_pending()
 
-    def _store_items(self, chunk: Chunk, items: list[dict[str, Any]]) -> None:
+    def _store_items(
+        self, chunk: Chunk, items: list[dict[str, Any]], todo: deque[int] | None
+    ) -> None:
+        """Store the chunk's answers; items its time never reached go back.
+
+        They go back into ``todo`` (or, without one, stay unstored for the
+        next run), up to `MAX_ATTEMPTS`, like the items of a failed chunk.
+        """
         rows = []
         for item in items:
             number = chunk.numbers[item["index"]]
             if number in self.stored:
                 continue  # salvaged or stored by an earlier run
+            if not item["ok"] and item["error"].get("code") == NOT_REACHED:
+                if todo is None:
+                    continue
+                if self.attempts[number] < MAX_ATTEMPTS:
+                    todo.appendleft(number)
+                    continue
             row = self._row(chunk, number)
             if item["ok"]:
                 row.update(
@@ -401,7 +414,7 @@ class Study:
             try:
                 view = broker.job_view(self.service, chunk.record)
                 if view["status"] == "done":
-                    self._store_items(chunk, view["result"]["items"])
+                    self._store_items(chunk, view["result"]["items"], None)
                     del self.inflight[chunk.record.id]
                 else:
                     self._salvage_chunk(chunk)

@@ -118,6 +118,19 @@ def _wait_for(condition, timeout: float, what: str) -> Any:
     return value
 
 
+def _busy_pool(main: Any) -> Any:
+    """Return the worker's pool process that has started provers, if any."""
+    import psutil
+
+    for pool in main.children():
+        try:
+            if pool.children():
+                return pool
+        except psutil.NoSuchProcess:
+            continue
+    return None
+
+
 @needs_prover
 def test_a_job_that_kills_its_process_every_time_fails_as_worker_lost(fragile):
     """A pool process dying puts its job straight back (reject on worker lost);
@@ -141,11 +154,7 @@ def test_a_job_that_kills_its_process_every_time_fails_as_worker_lost(fragile):
                 20,
                 f"start {start} never came",
             )
-            pool = _wait_for(
-                lambda: [p for p in main.children() if p.children()],
-                10,
-                "the provers never started",
-            )[0]
+            pool = _wait_for(lambda: _busy_pool(main), 10, "the provers never started")
             provers = pool.children()
             pool.kill()  # as the out-of-memory killer would
             gone, alive = psutil.wait_procs(provers, timeout=5)

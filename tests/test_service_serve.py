@@ -123,3 +123,18 @@ def test_serve_and_study_are_stopped_by_each_signal_even_if_ignored(signum):
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+
+
+def test_sighup_stays_ignored_under_nohup():
+    """``nohup patience serve`` asks to outlive the terminal: no handler then."""
+    from service.stack import stopped_by_signals
+
+    before = signal.getsignal(signal.SIGHUP)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with stopped_by_signals():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)  # ignored: nothing happens
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGHUP, before)

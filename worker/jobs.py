@@ -54,6 +54,8 @@ MAX_ITEMS = 1000
 #: 0.71 s measured on a loaded machine (`docs/grades.md`).
 SECONDS_PER_DEAL = 1.5
 ITEM_OVERHEAD = 0.2
+#: The error code of a batch item the batch's time limit never reached.
+NOT_REACHED = "not_reached"
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -423,35 +425,46 @@ def run_batch(
 
     ``time_up`` are the exceptions that say the job's own time is over (the
     task passes Celery's soft time limit). The items finished by then are
-    kept and the rest answered ``time_limit``: a batch that overruns loses
-    its last items, not the hundreds it already proved.
+    kept and the rest answered `NOT_REACHED` (a study sends those again): a
+    batch that overruns loses its last items, not the hundreds it proved.
     """
     results: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
-    if progress:
-        progress({"done": 0, "total": len(job.items)})
-    for index, item in enumerate(job.items):
-        try:
-            if isinstance(item, CaseJob):
-                out = item.run()
-                counts["passed" if out["case"]["passed"] else "failed_claims"] += 1
-            else:
-                out = run_proof(item, answers)
-                out.pop("position")
-                counts[out["result"]["status"]] += 1
-            results.append({"index": index, "ok": True, **out})
-        except (PatienceError, ResultCheckError) as exc:
-            results.append({"index": index, "ok": False, "error": error_json(exc)})
-            counts["failed"] += 1
-        except time_up:
-            late = {
-                "code": "time_limit",
-                "message": "the batch ran past its time limit",
-            }
-            for rest in range(index, len(job.items)):
-                results.append({"index": rest, "ok": False, "error": late})
-            counts["failed"] += len(job.items) - index
-            break
+    try:
         if progress:
-            progress({"done": index + 1, "total": len(job.items), **counts})
+            progress({"done": 0, "total": len(job.items)})
+        for index, item in enumerate(job.items):
+            results.append(_batch_item(index, item, answers, counts))
+            if progress:
+                progress({"done": index + 1, "total": len(job.items), **counts})
+    except time_up:
+        late = {
+            "code": NOT_REACHED,
+            "message": "the batch ran out of time before answering this item",
+        }
+        reached = len(results)
+        for rest in range(reached, len(job.items)):
+            results.append({"index": rest, "ok": False, "error": late})
+        counts[NOT_REACHED] += len(job.items) - reached
     return {"total": len(job.items), "counts": dict(counts), "items": results}
+
+
+def _batch_item(
+    index: int,
+    item: ProofJob | CaseJob,
+    answers: AnswerCache | None,
+    counts: Counter[str],
+) -> dict[str, Any]:
+    """Answer one batch item; bad input or a refused line is its own error."""
+    try:
+        if isinstance(item, CaseJob):
+            out = item.run()
+            counts["passed" if out["case"]["passed"] else "failed_claims"] += 1
+        else:
+            out = run_proof(item, answers)
+            out.pop("position")
+            counts[out["result"]["status"]] += 1
+        return {"index": index, "ok": True, **out}
+    except (PatienceError, ResultCheckError) as exc:
+        counts["failed"] += 1
+        return {"index": index, "ok": False, "error": error_json(exc)}

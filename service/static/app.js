@@ -220,16 +220,22 @@ function describeProgress(view, started, limit) {
 
 /** Errors a poll rides out: a dropped connection, a proxy's page, Redis restarting. */
 const TRANSIENT = new Set(["unreachable", "bad_reply", "unavailable"]);
-const POLL_RETRIES = 8;
+/** How long a poll waits out an outage (a Redis restart takes seconds). */
+const OUTAGE_MS = 60000;
 
-/** GET a job's view; a brief outage is waited out, not taken for the job's end. */
-async function poll(path) {
+/**
+ * GET a job's view; a brief outage is waited out, not taken for the job's end.
+ * Returns null once `token` no longer names the job followed.
+ */
+async function poll(path, token) {
+  const giveUp = performance.now() + OUTAGE_MS;
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await api("GET", path);
     } catch (exc) {
-      if (!TRANSIENT.has(exc.code) || attempt >= POLL_RETRIES) throw exc;
-      await sleep(POLL_MS * attempt);
+      if (!TRANSIENT.has(exc.code) || performance.now() > giveUp) throw exc;
+      await sleep(Math.min(POLL_MS * attempt, 4000));
+      if (following !== token) return null;
     }
   }
 }
@@ -245,8 +251,8 @@ async function follow(view, what) {
   while (view.status === "queued" || view.status === "running") {
     await sleep(POLL_MS);
     if (following !== token) return null;
-    view = await poll(view.links.self);
-    if (following !== token) return null;
+    view = await poll(view.links.self, token);
+    if (view === null || following !== token) return null;
     setStatus(`${label} ${describeProgress(view, started, limit)}`);
   }
   if (view.status === "failed") {
