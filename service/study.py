@@ -319,10 +319,7 @@ class Study:
             if number in self.stored:
                 continue  # salvaged or stored by an earlier run
             if not item["ok"] and item["error"].get("code") == NOT_REACHED:
-                if todo is None:
-                    continue
-                if self.attempts[number] < MAX_ATTEMPTS:
-                    todo.appendleft(number)
+                if todo is None or self._requeued(number, todo):
                     continue
             row = self._row(chunk, number)
             if item["ok"]:
@@ -339,13 +336,18 @@ class Study:
         self._salvage_chunk(chunk)
         given_up = []
         for number in chunk.numbers:
-            if number in self.stored:
+            if number in self.stored or self._requeued(number, todo):
                 continue
-            if self.attempts[number] < MAX_ATTEMPTS:
-                todo.appendleft(number)
-            else:
-                given_up.append({**self._row(chunk, number), "error": error})
+            given_up.append({**self._row(chunk, number), "error": error})
         self._append(given_up)
+
+    def _requeued(self, number: int, todo: deque[int]) -> bool:
+        """Put ``number`` back at the front of ``todo`` unless its attempts
+        are spent; return whether it went back."""
+        if self.attempts[number] >= MAX_ATTEMPTS:
+            return False
+        todo.appendleft(number)
+        return True
 
     def _row(self, chunk: Chunk, number: int) -> dict[str, Any]:
         index = chunk.numbers.index(number)

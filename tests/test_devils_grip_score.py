@@ -236,48 +236,47 @@ def test_core_guided_optimum_matches_brute_force(chunk):
             assert bounds == sorted(bounds) and all(b <= best for b in bounds)
 
 
-def test_core_exhaustion_gives_way_by_conflicts_not_by_the_clock():
+@pytest.fixture
+def links_rc2():
+    """RC2 on deal 1's unlinked-cards view, and the assumptions "every card
+    linked" (a win: UNSAT, deal 1 is lost)."""
+    enc = build_encoding(dg.initial_state(dg.numbered_deal(1)), Question.SCORE)
+    links = score_mod.views(enc)[0]
+    rc2 = score_mod.CoreGuided(
+        score_mod.score_wcnf(enc, links), deadline=None, on_bound=lambda c: None
+    )
+    try:
+        yield rc2, [-lit for lit, _ in links.terms]
+    finally:
+        rc2.delete()
+
+
+def test_core_exhaustion_gives_way_by_conflicts_not_by_the_clock(links_rc2):
     """Past ``pause_after`` conflicts an exhaustion call answers "satisfiable"
     at once (RC2 then keeps the bound it proved); before it, the oracle runs.
     So a run does the same work whatever the machine's load."""
-    enc = build_encoding(dg.initial_state(dg.numbered_deal(1)), Question.SCORE)
-    links = score_mod.views(enc)[0]
-    rc2 = score_mod.CoreGuided(
-        score_mod.score_wcnf(enc, links), deadline=None, on_bound=lambda c: None
-    )
-    try:
-        everything_linked = [-lit for lit, _ in links.terms]
-        rc2.pause_after = rc2.conflicts() + 1_000_000
-        assert rc2._call_oracle(everything_linked) is False  # no win: a real call
-        worked = rc2.conflicts()
-        assert worked > 0
-        rc2.pause_after = worked
-        assert rc2._call_oracle(everything_linked) is True  # given way: no call
-        assert rc2.conflicts() == worked
-    finally:
-        rc2.delete()
+    rc2, everything_linked = links_rc2
+    rc2.pause_after = rc2.conflicts() + 1_000_000
+    assert rc2._call_oracle(everything_linked) is False  # no win: a real call
+    worked = rc2.conflicts()
+    assert worked > 0
+    rc2.pause_after = worked
+    assert rc2._call_oracle(everything_linked) is True  # given way: no call
+    assert rc2.conflicts() == worked
 
 
-def test_core_trimming_given_way_keeps_the_core_in_hand():
+def test_core_trimming_given_way_keeps_the_core_in_hand(links_rc2):
     """A trimming call answered "satisfiable" by ``pause_after`` (after an
     undecided chunk) leaves no new core: the proven one is kept (RC2's own
     trimming read the missing core and failed with a TypeError)."""
-    enc = build_encoding(dg.initial_state(dg.numbered_deal(1)), Question.SCORE)
-    links = score_mod.views(enc)[0]
-    rc2 = score_mod.CoreGuided(
-        score_mod.score_wcnf(enc, links), deadline=None, on_bound=lambda c: None
-    )
-    try:
-        everything_linked = [-lit for lit, _ in links.terms]
-        assert rc2._call_oracle(everything_linked) is False
-        rc2.core = core = rc2.oracle.get_core()
-        rc2.oracle.conf_budget(1)  # a line exists, but not within 1 conflict
-        assert rc2.oracle.solve_limited(assumptions=[]) is None
-        rc2.pause_after = rc2.conflicts()
-        rc2.trim_core()
-        assert rc2.core == core
-    finally:
-        rc2.delete()
+    rc2, everything_linked = links_rc2
+    assert rc2._call_oracle(everything_linked) is False
+    rc2.core = core = rc2.oracle.get_core()
+    rc2.oracle.conf_budget(1)  # a line exists, but not within 1 conflict
+    assert rc2.oracle.solve_limited(assumptions=[]) is None
+    rc2.pause_after = rc2.conflicts()
+    rc2.trim_core()
+    assert rc2.core == core
 
 
 def _core_trace(number: int, below: int) -> list[tuple[int, int]]:
