@@ -46,7 +46,6 @@ import os
 import time
 import zlib
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +57,7 @@ from verifier.formats import Start, start_from_json
 from verifier.replay import replay
 from verifier.results import ProofResult, Question, Status
 from verifier.textforms import load_json
+from verifier.version import version
 
 from . import devils_grip_sat_cnf
 from .processes import die_with_parent, stop
@@ -171,7 +171,7 @@ def certify(start: Start, question: Question, bound: int | None = None) -> dict:
             "sha256": sha256(proof),
             "text": proof,
         },
-        "software": {"name": "patience-prover", "version": _version()},
+        "software": {"name": "patience-prover", "version": version()},
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
 
@@ -450,10 +450,3 @@ def _independent_check(dimacs: str, proof: str, checker: str) -> tuple[bool, str
     )
     result = drup.check_proof_from_strings(dimacs, lemmas + "\n")
     return result.outcome == drup.Outcome.VALID, str(result.outcome)
-
-
-def _version() -> str:
-    try:
-        return metadata.version("patience-prover")
-    except metadata.PackageNotFoundError:
-        return "unknown"

@@ -25,6 +25,7 @@ from verifier import formats
 from verifier.errors import InputError
 from verifier.registry import get_game
 from verifier.results import ProofResult, Question, check_question
+from verifier.version import version
 from worker.jobs import ITEM_OVERHEAD
 from worker.settings import Settings
 
@@ -254,7 +255,7 @@ def command_line(plan: Plan, workers: int | None) -> str:
 
 def software_version() -> dict[str, str]:
     """Return the versions a reader needs to reproduce the figures."""
-    versions = {"patience-prover": _version("patience-prover")}
+    versions = {"patience-prover": version()}
     commit = _git("rev-parse", "--short", "HEAD")
     if commit:
         dirty = _git("diff-index", "--quiet", "HEAD", "--", check=False) is None

@@ -108,6 +108,15 @@ def test_the_same_deal_in_any_form_has_one_submission_key():
 
 
 @needs_prover
+def test_another_version_has_another_key(monkeypatch):
+    """An upgraded prover must not be answered from the old one's cache."""
+    job = jobs.ProofJob.from_json({"number": 17}, SETTINGS)
+    ours = job.key
+    monkeypatch.setattr(jobs, "version", lambda: "0.0.0-older")
+    assert job.key != ours
+
+
+@needs_prover
 def test_proof_job_round_trips_through_its_message():
     job = jobs.ProofJob.from_json({"number": 3, "time_limit": 2}, SETTINGS)
     again = jobs.ProofJob.from_json(job.to_json(), SETTINGS)

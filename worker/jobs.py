@@ -38,6 +38,7 @@ from verifier.results import (
     check_question,
     check_result,
 )
+from verifier.version import version
 
 from .settings import Settings
 
@@ -157,9 +158,15 @@ class ProofJob:
 
     @property
     def key(self) -> str:
-        """Return the submission key: same game, position, question, engine."""
+        """Return the submission key: same game, position, question, engine.
+
+        The key names the installed version too: it also keys the answer
+        cache, whose proven dead ends are trusted without a new proof, so an
+        upgrade (a fixed prover) must not be answered by the old one.
+        """
         game = self.start.game
         canonical = {
+            "version": version(),
             "game": game.name,
             "position": game.position_to_json(self.start.state),
             "question": self.question.value,

@@ -1,0 +1,13 @@
+"""The installed version of patience-prover, for answers that must name it."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+
+def version() -> str:
+    """Return the installed package's version, or ``"unknown"`` from a bare tree."""
+    try:
+        return metadata.version("patience-prover")
+    except metadata.PackageNotFoundError:
+        return "unknown"
