@@ -85,8 +85,13 @@ def get_job(job_id: str):
 
 @bp.get("/jobs/<job_id>/certificate")
 def get_certificate(job_id: str):
-    """Return a done proof's certificate, replayed by the reference engine."""
-    return jsonify(broker.certificate(service(), job_id))
+    """Return a done proof's certificate; 202 while a worker makes a DRAT one."""
+    submitted = broker.certificate(service(), job_id)
+    if submitted.status == 200:
+        return jsonify(submitted.view)
+    response, status = _reply(submitted)
+    response.headers["Retry-After"] = "1"
+    return response, status
 
 
 @bp.get("/games")

@@ -22,7 +22,13 @@ from worker.settings import Settings
 from worker.store import Store
 
 from . import api, web
-from .broker import ConflictError, NotFoundError, Service, UnsupportedMediaTypeError
+from .broker import (
+    CertificateFailedError,
+    ConflictError,
+    NotFoundError,
+    Service,
+    UnsupportedMediaTypeError,
+)
 
 #: Largest accepted request body: a batch of 1000 deals fits with room to spare.
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -34,6 +40,7 @@ log = logging.getLogger(__name__)
 ERROR_STATUS: dict[type[PatienceError], int] = {
     NotFoundError: 404,
     ConflictError: 409,
+    CertificateFailedError: 422,
     UnsupportedMediaTypeError: 415,
 }
 

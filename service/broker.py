@@ -1,5 +1,9 @@
 """The API's side of the queue: submit jobs, describe them, serve certificates.
 
+A certificate of a proven dead end is a job of its own (kind
+``certificate``), made by a worker like any proof: the API process only
+replays lines, and never runs a solver.
+
 A job's status is one of ``queued``, ``running``, ``done``, ``failed``; Celery's
 states map onto them here and nowhere else. A job record is written before
 its message is published, and removed again if publishing fails, so a client
@@ -22,12 +26,18 @@ from kombu.exceptions import OperationalError
 from patience_encodings import certificates
 from patience_encodings.engines import settles
 from verifier.errors import PatienceError
-from verifier.formats import Start
 from verifier.registry import get_game
 from verifier.replay import replay
 from verifier.results import ProofResult, Question, Status
-from worker.celery_app import BATCH_TASK, DEALS_TASK, PROVE_TASK, QUEUES, ROUTES
-from worker.jobs import BatchJob, DealsJob, ProofJob
+from worker.celery_app import (
+    BATCH_TASK,
+    CERTIFY_TASK,
+    DEALS_TASK,
+    PROVE_TASK,
+    QUEUES,
+    ROUTES,
+)
+from worker.jobs import BatchJob, CertificateJob, DealsJob, ProofJob
 from worker.settings import Settings, hard_limit, soft_limit
 from worker.store import JobRecord, Store
 
@@ -37,8 +47,6 @@ JOB_STATUSES = ("queued", "running", "done", "failed")
 PUBLISH_GRACE = 60.0
 #: Seconds the health check waits for workers to answer a ping.
 PING_TIMEOUT = 1.0
-#: Longest time spent making a DRAT certificate for one request, in seconds.
-CERTIFICATE_SECONDS = 60.0
 
 
 class NotFoundError(PatienceError):
@@ -51,6 +59,12 @@ class ConflictError(PatienceError):
     """The job exists but cannot give what was asked (yet)."""
 
     code = "not_ready"
+
+
+class CertificateFailedError(PatienceError):
+    """The certificate job of a proof ended without a certificate."""
+
+    code = "certificate_failed"
 
 
 class UnsupportedMediaTypeError(PatienceError):
@@ -167,12 +181,15 @@ def job_view(service: Service, record: JobRecord) -> dict[str, Any]:
         status, progress, result, error = _from_outcome(outcome)
     else:
         status, progress, result, error = _celery_status(service.celery, record)
-    if status == "done" and record.kind != "proof":
+    if status == "done" and record.kind in ("batch", "deals"):
         total = result["total"] if record.kind == "batch" else len(result["deals"])
         progress = {"done": total, "total": total}
     links = {"self": f"/v1/jobs/{record.id}"}
     if record.kind == "proof":
         links["certificate"] = f"/v1/jobs/{record.id}/certificate"
+    if record.kind == "certificate":
+        links["proof"] = f"/v1/jobs/{record.request['proof']}"
+        links["certificate"] = f"/v1/jobs/{record.request['proof']}/certificate"
     return {
         "id": record.id,
         "kind": record.kind,
@@ -190,6 +207,8 @@ def _request_summary(record: JobRecord) -> dict[str, Any]:
     """Return the request as shown in a job view (a batch only by its size)."""
     if record.kind == "batch":
         return {"items": len(record.request.get("items", []))}
+    if record.kind == "certificate":
+        return {"proof": record.request["proof"]}
     return record.request
 
 
@@ -237,16 +256,18 @@ def _error(code: str, message: str) -> dict[str, str]:
 
 
 # -- certificates ----------------------------------------------------------------
-def certificate(service: Service, job_id: str) -> dict[str, Any]:
-    """Return a done proof's certificate.
+def certificate(service: Service, job_id: str) -> Submitted:
+    """Return a done proof's certificate (200), or the job making it (202).
 
     A proven dead end gets a DRAT certificate bundle (`patience_encodings.
     certificates`: the CNF of the claim and its refutation, which ``patience
     check-cert`` and any DRAT checker verify) when its game has a certificate
-    encoding. Any other result gets its line replayed again right now, with
-    the game, the position and how the verdict was reached: for a win, the
-    line is the proof; for a dead end of a game without an encoding (Besieged
-    Fortress), the method says how it was proven (the search exhausted).
+    encoding; a worker makes it (`_certificate_job`), so until it is done the
+    reply is that job's view, and asking again gives the bundle. Any other
+    result gets its line replayed again right now, with the game, the
+    position and how the verdict was reached: for a win, the line is the
+    proof; for a dead end of a game without an encoding (Besieged Fortress),
+    the method says how it was proven (the search exhausted).
     """
     record = get_record(service, job_id)
     if record.kind != "proof":
@@ -263,10 +284,10 @@ def certificate(service: Service, job_id: str) -> dict[str, Any]:
         and result.proven
         and certificates.encodes(game.name)
     ):
-        start = Start(game, state, "position")
-        return certificates.certify_within(start, result, CERTIFICATE_SECONDS)
+        job = CertificateJob(record.id, game.name, value["position"], result)
+        return _certificate_job(service, job)
     outcome = replay(game, state, game.parse_moves("\n".join(result.line)))
-    return {
+    body = {
         "game": game.name,
         "position": value["position"],
         "claim": {
@@ -289,6 +310,37 @@ def certificate(service: Service, job_id: str) -> dict[str, Any]:
         },
         "settled": settles(result, Question(result.question)),
     }
+    return Submitted(body, 200)
+
+
+def _certificate_job(service: Service, job: CertificateJob) -> Submitted:
+    """Return the bundle of ``job`` if made, else queue it once; 202 meanwhile.
+
+    The proof's id keys the certificate job, so polling never starts a second
+    one. A failed one is reported once and forgotten, so asking again tries
+    again (its failure may have been the machine's, not the claim's).
+    """
+    key = f"certificate:{job.proof}"
+    new_id = uuid.uuid4().hex
+    holder = service.store.claim_submission(key, new_id)
+    if holder is not None:
+        record = service.store.get_job(holder)
+        if record is not None:
+            view = job_view(service, record)
+            if view["status"] == "done":
+                return Submitted(view["result"], 200)
+            if view["status"] == "failed":
+                service.store.release_submission(key, record.id)
+                error = view["error"] or {}
+                message = error.get("message", "the certificate job failed")
+                raise CertificateFailedError(
+                    f"no certificate: {message} (ask again to retry)",
+                    code=error.get("code"),
+                )
+            return Submitted(view, 202)
+        service.store.replace_submission(key, new_id)
+    record = JobRecord(new_id, "certificate", job.to_json(), job.budget, key=key)
+    return _enqueue(service, record, CERTIFY_TASK)
 
 
 # -- health ----------------------------------------------------------------

@@ -42,6 +42,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         409: "The job is not done",
         413: "Request body too large",
         415: "The body is not sent as application/json",
+        422: "The certificate job ended without a certificate (ask again to retry)",
         503: "Redis is not reachable",
     }
     return {str(c): _reply(texts[c], _ref("Error")) for c in codes}
@@ -138,7 +139,10 @@ def _schemas(settings: Settings) -> dict[str, Any]:
             "required": ["id", "kind", "status", "links"],
             "properties": {
                 "id": {"type": "string"},
-                "kind": {"type": "string", "enum": ["proof", "deals", "batch"]},
+                "kind": {
+                    "type": "string",
+                    "enum": ["proof", "certificate", "deals", "batch"],
+                },
                 "status": {"type": "string", "enum": list(JOB_STATUSES)},
                 "created": {"type": "string"},
                 "request": {"type": "object"},
@@ -214,12 +218,18 @@ def document(settings: Settings) -> dict[str, Any]:
                 "get": {
                     "summary": (
                         "A done proof's certificate: a DRAT bundle for a proven "
-                        "dead end, else the line replayed again"
+                        "dead end (a worker makes it: 202 with that job's view "
+                        "until it is done, then 200), else the line replayed again"
                     ),
                     "parameters": _job_id(),
                     "responses": {
                         "200": _reply("The certificate", {"type": "object"}),
-                        **_errors(404, 409, 503),
+                        "202": _reply(
+                            "The certificate job, still at work: ask again "
+                            "(Retry-After, Location of the job)",
+                            _ref("Job"),
+                        ),
+                        **_errors(404, 409, 422, 503),
                     },
                 }
             },

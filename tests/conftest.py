@@ -106,7 +106,34 @@ def wait_for_job(
         time.sleep(0.02)
 
 
+def fetch_certificate(client: Any, location: str, timeout: float = 90.0) -> Any:
+    """Ask ``location`` (a proof's certificate) until it is no longer 202.
+
+    A DRAT certificate is a worker's job: while it runs the reply is that
+    job's view, which must name the certificate job and link back.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = client.get(location)
+        if reply.status_code != 202:
+            return reply
+        view = reply.get_json()
+        assert view["kind"] == "certificate" and view["status"] in ("queued", "running")
+        assert view["links"]["certificate"] == location
+        assert reply.headers["Location"] == view["links"]["self"]
+        if time.monotonic() > deadline:
+            late = f"certificate still {view['status']} after {timeout} s"
+            raise AssertionError(late)
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def wait_job() -> Waiter:
     """Return `wait_for_job`, for tests that poll jobs."""
     return wait_for_job
+
+
+@pytest.fixture
+def wait_certificate() -> Callable[..., Any]:
+    """Return `fetch_certificate`, for tests that ask for DRAT certificates."""
+    return fetch_certificate

@@ -7,6 +7,7 @@ the reference engine — never with the code that produced it.
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,9 @@ def test_constructed_deal_is_proven_won_with_a_line_that_replays(api, wait_job):
     assert result["status"] == "won" and result["proven"]
     assert _replay(view["result"]["position"], result["line"]).won
 
-    cert = api.get(view["links"]["certificate"]).get_json()
+    reply = api.get(view["links"]["certificate"])
+    assert reply.status_code == 200  # a win's line is replayed at once
+    cert = reply.get_json()
     assert cert["claim"]["status"] == "won"
     assert cert["replay"]["won"] and cert["replay"]["ok"]
 
@@ -69,7 +72,15 @@ def test_dead_deal_is_proven_lost(api, wait_job):
     result = view["result"]["result"]
     assert result["status"] == "lost" and result["proven"], result
     assert result["method"]  # how it was proven, in words
-    bundle = api.get(view["links"]["certificate"]).get_json()
+    first = api.get(view["links"]["certificate"])
+    assert first.status_code == 202  # a worker makes the DRAT certificate
+    maker = wait_job(api, first.headers["Location"], timeout=90)
+    assert maker["kind"] == "certificate" and maker["status"] == "done"
+    assert maker["links"]["proof"] == job["links"]["self"]
+    again = api.get(view["links"]["certificate"])
+    assert again.status_code == 200  # the same job's bundle, not a second job
+    bundle = again.get_json()
+    assert bundle == maker["result"]
     assert bundle["claim"]["text"] == "no line wins"
     assert certificates.check(bundle).ok
 
@@ -91,7 +102,9 @@ def test_a_dead_end_without_an_encoding_says_how_it_was_proven(api, wait_job):
 
 
 @needs_prover
-def test_dead_deal_score_comes_with_a_line_that_reaches_it(api, wait_job):
+def test_dead_deal_score_comes_with_a_line_that_reaches_it(
+    api, wait_job, wait_certificate
+):
     position = json.loads((VECTORS / "devils-grip-dead-13-stock.json").read_text())
     body = {"position": position, "question": "score", "time_limit": 30}
     _, job = _submit(api, "/v1/proofs", body)
@@ -102,7 +115,9 @@ def test_dead_deal_score_comes_with_a_line_that_reaches_it(api, wait_job):
     assert result["best_score"] >= 1
     outcome = _replay(view["result"]["position"], result["line"])
     assert outcome.stuck and outcome.score == result["best_score"]
-    bundle = api.get(view["links"]["certificate"]).get_json()
+    reply = wait_certificate(api, view["links"]["certificate"])
+    assert reply.status_code == 200, reply.get_json()
+    bundle = reply.get_json()
     if result["score_proven"]:
         assert bundle["claim"]["bound"] == result["best_score"]
     else:
@@ -185,3 +200,32 @@ def test_certificate_needs_a_proof_job(api, wait_job):
     reply = api.get(f"/v1/jobs/{job['id']}/certificate")
     assert reply.status_code == 404
     assert "no certificate" in reply.get_json()["error"]["message"]
+
+
+@needs_prover
+def test_a_false_dead_end_in_the_store_gets_no_certificate(api, wait_certificate):
+    """A claim is checked again by the worker that certifies it: a proof
+    record saying "lost" about a winnable position (a tampered store) ends
+    in a 422 naming the reason, and asking again starts a new attempt."""
+    from verifier.results import ProofResult, Question, Status
+    from worker.store import JobRecord
+
+    position = _near_win_position()
+    claim = ProofResult(Status.LOST, True, "forged", Question.VERDICT, method="none")
+    value = {"game": "devils-grip", "position": position, "result": claim.to_json()}
+    store = api.application.extensions["patience"].store
+    record = JobRecord(uuid.uuid4().hex, "proof", {"position": position}, 10.0)
+    store.save_job(record)
+    store.save_outcome(record.id, {"ok": True, "value": value})
+
+    url = f"/v1/jobs/{record.id}/certificate"
+    first = api.get(url)
+    assert first.status_code == 202
+    reply = wait_certificate(api, url)
+    assert reply.status_code == 422
+    error = reply.get_json()["error"]
+    assert error["code"] == "bad_input" and "the claim is false" in error["message"]
+    again = api.get(url)
+    assert again.status_code == 202
+    assert again.headers["Location"] != first.headers["Location"]
+    assert wait_certificate(api, url).status_code == 422

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from patience_encodings import certificates
 from patience_encodings.engines import engines_for
 from service.app import create_app
 from service.embedded import free_port
@@ -279,6 +280,15 @@ def test_a_numbered_dead_deal_is_proven_lost_and_drawn(page):
     start = dg.initial_state(dg.numbered_deal(DEAD_NUMBER))
     shown = page.evaluate(READ_PLAYER)
     assert {k: shown[k] for k in ("cells", "stock", "talon")} == _expected(start)
+
+    # The DRAT certificate is a worker's job: the page waits for it, then saves it.
+    with page.expect_download(timeout=WAIT_MS) as download:
+        page.click("#certificate")
+    bundle = json.loads(Path(download.value.path()).read_text())
+    assert bundle["claim"]["text"] == "no line wins"
+    report = certificates.check(bundle)
+    assert report.ok, report.reason
+    assert page.text_content("#status") == "Certificate saved."
 
 
 #: A late position: 8♠ then J♠ go from the talon onto 5♠; 2♥ (a base card)

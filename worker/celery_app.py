@@ -29,8 +29,10 @@ QUEUES = (PROOFS_QUEUE, BATCHES_QUEUE)
 PROVE_TASK = "patience.prove"
 DEALS_TASK = "patience.deals"
 BATCH_TASK = "patience.batch"
+CERTIFY_TASK = "patience.certify"
 ROUTES = {
     PROVE_TASK: PROOFS_QUEUE,
+    CERTIFY_TASK: PROOFS_QUEUE,
     DEALS_TASK: BATCHES_QUEUE,
     BATCH_TASK: BATCHES_QUEUE,
 }

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from patience_encodings import cases, generate
+from patience_encodings import cases, certificates, generate
 from patience_encodings.engines import AUTO, check_engine, settles, solve
 from verifier.errors import InputError, PatienceError, UnsupportedError
 from verifier.fields import (
@@ -201,6 +201,71 @@ def run_proof(job: ProofJob, answers: AnswerCache | None = None) -> dict[str, An
         "result": result.to_json(),
         "cached": cached,
     }
+
+
+# -- certificates of proven dead ends ------------------------------------------------
+CERTIFICATE_FIELDS = ("proof", "game", "position", "result")
+#: Seconds a worker spends on one DRAT certificate; a claim that takes longer
+#: is refused (``patience certify`` on the command line has no such cap).
+CERTIFICATE_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class CertificateJob:
+    """Make the DRAT certificate of a proof job's proven dead end.
+
+    The request carries the proof's position and result, not just its id, so
+    the worker needs nothing else from the store; the result is only a claim
+    here, which `certificates.certify_result` checks again (a false one is
+    refused, never certified).
+    """
+
+    proof: str  # the proof job's id: one certificate job per proof
+    game: str
+    position: dict[str, Any]
+    result: ProofResult
+    start: Start = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
+
+    @classmethod
+    def from_json(cls, data: Any, settings: Settings) -> CertificateJob:
+        """Validate a certificate request (the API builds it from a done proof)."""
+        del settings  # one signature for every job kind
+        data = expect_object(data, "a certificate request")
+        check_fields(data, CERTIFICATE_FIELDS, "a certificate request")
+        proof = get_string(data, "proof", "")
+        game = get_game(get_string(data, "game", DEFAULT_GAME))
+        start = start_from_json({"game": game.name, "position": data.get("position")})
+        claim = expect_object(data.get("result"), "'result'")
+        try:
+            result = ProofResult.from_json(claim)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"'result' is not a proof result: {exc}") from None
+        certificates.check_certifiable(game.name)
+        return cls(proof, game.name, data["position"], result, start)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the request as the worker receives it."""
+        return {
+            "proof": self.proof,
+            "game": self.game,
+            "position": self.position,
+            "result": self.result.to_json(),
+        }
+
+    @property
+    def budget(self) -> float:
+        """Return the seconds this job may take (before the margins)."""
+        return CERTIFICATE_SECONDS
+
+
+def run_certificate(job: CertificateJob) -> dict[str, Any]:
+    """Return the certificate bundle of ``job``'s claim, within the time cap.
+
+    The proof runs in a child process that is killed at the cap (CaDiCaL
+    cannot be interrupted), so a hard claim ends as a clear refusal rather
+    than a worker stuck past its time limit.
+    """
+    return certificates.certify_within(job.start, job.result, CERTIFICATE_SECONDS)
 
 
 # -- guaranteed-winnable deals -------------------------------------------------------

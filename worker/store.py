@@ -44,7 +44,7 @@ class JobRecord:
     """A submitted job, as the API recorded it."""
 
     id: str
-    kind: str  # "proof", "deals" or "batch"
+    kind: str  # "proof", "certificate", "deals" or "batch"
     request: dict[str, Any]
     budget: float
     key: str | None = None

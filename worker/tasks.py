@@ -21,7 +21,7 @@ from verifier.errors import PatienceError
 from verifier.results import ResultCheckError
 
 from . import jobs
-from .celery_app import BATCH_TASK, DEALS_TASK, PROVE_TASK
+from .celery_app import BATCH_TASK, CERTIFY_TASK, DEALS_TASK, PROVE_TASK
 from .settings import Settings
 from .store import Store
 
@@ -109,6 +109,17 @@ def prove(self: Task, request: dict[str, Any]) -> dict[str, Any]:
     def work() -> dict[str, Any]:
         job = jobs.ProofJob.from_json(request, _settings(self))
         return jobs.run_proof(job, _store(self))
+
+    return _once(self, work)
+
+
+@shared_task(bind=True, name=CERTIFY_TASK)
+def certify(self: Task, request: dict[str, Any]) -> dict[str, Any]:
+    """Make the DRAT certificate of a proven dead end."""
+
+    def work() -> dict[str, Any]:
+        job = jobs.CertificateJob.from_json(request, _settings(self))
+        return jobs.run_certificate(job)
 
     return _once(self, work)
 

@@ -417,6 +417,55 @@ function showProof(view) {
   }
 }
 
+// -- the certificate -----------------------------------------------------------------
+/** Whether a reply is the view of a certificate job still at work (HTTP 202). */
+function certificatePending(reply) {
+  return reply.kind === "certificate" && (reply.status === "queued" || reply.status === "running");
+}
+
+/** Offer `data` as a JSON file named `name`, as the link's own download would. */
+function saveJson(data, name) {
+  const blob = new Blob([JSON.stringify(data, null, 2)], { type: "application/json" });
+  const url = URL.createObjectURL(blob);
+  const anchor = document.createElement("a");
+  anchor.href = url;
+  anchor.download = name;
+  document.body.append(anchor);
+  anchor.click();
+  anchor.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/**
+ * Fetch the proof's certificate and save it. A dead end's DRAT certificate is
+ * a worker's job: the API answers 202 with that job's view until it is done,
+ * so the page asks again until the bundle comes.
+ */
+async function onCertificate(event) {
+  event.preventDefault();
+  const link = event.currentTarget;
+  if (link.dataset.busy) return;
+  link.dataset.busy = "true";
+  clearError();
+  const token = following;
+  try {
+    let reply = await api("GET", link.getAttribute("href"));
+    while (certificatePending(reply)) {
+      setStatus(`Making the certificate (job ${reply.id.slice(0, 8)}, ${reply.status})…`);
+      await sleep(POLL_MS * 4);
+      if (following !== token) return;
+      reply = await api("GET", link.getAttribute("href"));
+    }
+    saveJson(reply, link.download);
+    setStatus("Certificate saved.");
+  } catch (exc) {
+    setStatus("No certificate.");
+    showError(exc);
+  } finally {
+    delete link.dataset.busy;
+  }
+}
+
 // -- start ---------------------------------------------------------------------------
 async function boot() {
   player = new Player($("player-section"));
@@ -445,6 +494,7 @@ async function boot() {
   });
   $("proof-form").addEventListener("submit", onProve);
   $("generate").addEventListener("click", onGenerate);
+  $("certificate").addEventListener("click", onCertificate);
   onGameChange();
   showSource();
   document.body.dataset.ready = "true";
