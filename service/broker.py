@@ -47,6 +47,22 @@ JOB_STATUSES = ("queued", "running", "done", "failed")
 PUBLISH_GRACE = 60.0
 #: Seconds the health check waits for workers to answer a ping.
 PING_TIMEOUT = 1.0
+#: Seconds a certificate job may wait unstarted before it counts as lost (no
+#: worker consumes ``proofs``, or one too old to know the task dropped it).
+CERTIFICATE_WAIT = 600.0
+#: Failures of a certificate job that were the machine's, not the claim's:
+#: asking again starts a new job. Any other (a claim refused, the time cap)
+#: would fail the same way again, so it is answered as it stands.
+RETRIED_FAILURES = frozenset(
+    {
+        "worker_lost",
+        "not_queued",
+        "not_started",
+        "internal_error",
+        "revoked",
+        "time_limit",
+    }
+)
 
 
 class NotFoundError(PatienceError):
@@ -84,7 +100,7 @@ class Service:
 
 @dataclass(frozen=True)
 class Submitted:
-    """A submission's reply: the job's view and the HTTP status (202 or 200)."""
+    """A reply: the job's view (or a certificate) and the HTTP status (202 or 200)."""
 
     view: dict[str, Any]
     status: int
@@ -317,30 +333,48 @@ def _certificate_job(service: Service, job: CertificateJob) -> Submitted:
     """Return the bundle of ``job`` if made, else queue it once; 202 meanwhile.
 
     The proof's id keys the certificate job, so polling never starts a second
-    one. A failed one is reported once and forgotten, so asking again tries
-    again (its failure may have been the machine's, not the claim's).
+    one. The record is written before the key is claimed, so a second request
+    in between finds the first one's job instead of queueing its own.
     """
     key = f"certificate:{job.proof}"
-    new_id = uuid.uuid4().hex
-    holder = service.store.claim_submission(key, new_id)
-    if holder is not None:
-        record = service.store.get_job(holder)
-        if record is not None:
-            view = job_view(service, record)
-            if view["status"] == "done":
-                return Submitted(view["result"], 200)
-            if view["status"] == "failed":
-                service.store.release_submission(key, record.id)
-                error = view["error"] or {}
-                message = error.get("message", "the certificate job failed")
-                raise CertificateFailedError(
-                    f"no certificate: {message} (ask again to retry)",
-                    code=error.get("code"),
-                )
-            return Submitted(view, 202)
-        service.store.replace_submission(key, new_id)
-    record = JobRecord(new_id, "certificate", job.to_json(), job.budget, key=key)
-    return _enqueue(service, record, CERTIFY_TASK)
+    request = job.to_json()
+    record = JobRecord(uuid.uuid4().hex, "certificate", request, job.budget, key=key)
+    service.store.save_job(record)
+    holder = service.store.claim_submission(key, record.id)
+    earlier = service.store.get_job(holder) if holder is not None else None
+    if earlier is None:
+        if holder is not None:  # the earlier job's record expired
+            service.store.replace_submission(key, record.id)
+        return _enqueue(service, record, CERTIFY_TASK)
+    _forget(service.store, record)
+    return _earlier_certificate(service, key, earlier)
+
+
+def _earlier_certificate(service: Service, key: str, record: JobRecord) -> Submitted:
+    """Answer from the certificate job already made for this proof.
+
+    Done: its bundle. Pending: its view (202). Failed, or unstarted after
+    `CERTIFICATE_WAIT`: a `CertificateFailedError` with its code; a failure
+    of the machine (`RETRIED_FAILURES`) is forgotten, so asking again starts
+    a new job, while a refused claim stays refused.
+    """
+    view = job_view(service, record)
+    if view["status"] == "done":
+        return Submitted(view["result"], 200)
+    if view["status"] == "failed":
+        error = view["error"] or _error("internal_error", "the certificate job failed")
+    elif view["status"] == "queued" and time.time() - record.created > CERTIFICATE_WAIT:
+        late = f"no worker started the certificate job within {CERTIFICATE_WAIT:g} s"
+        error = _error("not_started", late)
+    else:
+        return Submitted(view, 202)
+    retried = error["code"] in RETRIED_FAILURES
+    if retried:
+        service.store.release_submission(key, record.id)
+    again = " (ask again to retry)" if retried else ""
+    raise CertificateFailedError(
+        f"no certificate: {error['message']}{again}", code=error["code"]
+    )
 
 
 # -- health ----------------------------------------------------------------

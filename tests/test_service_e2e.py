@@ -7,6 +7,7 @@ the reference engine — never with the code that produced it.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -202,30 +203,68 @@ def test_certificate_needs_a_proof_job(api, wait_job):
     assert "no certificate" in reply.get_json()["error"]["message"]
 
 
-@needs_prover
-def test_a_false_dead_end_in_the_store_gets_no_certificate(api, wait_certificate):
-    """A claim is checked again by the worker that certifies it: a proof
-    record saying "lost" about a winnable position (a tampered store) ends
-    in a 422 naming the reason, and asking again starts a new attempt."""
+def _forged_dead_end(store: Any) -> str:
+    """Store a done proof job that says "lost" about a winnable position, as a
+    tampered store would; return its id."""
     from verifier.results import ProofResult, Question, Status
     from worker.store import JobRecord
 
     position = _near_win_position()
     claim = ProofResult(Status.LOST, True, "forged", Question.VERDICT, method="none")
     value = {"game": "devils-grip", "position": position, "result": claim.to_json()}
-    store = api.application.extensions["patience"].store
     record = JobRecord(uuid.uuid4().hex, "proof", {"position": position}, 10.0)
     store.save_job(record)
     store.save_outcome(record.id, {"ok": True, "value": value})
+    return record.id
 
-    url = f"/v1/jobs/{record.id}/certificate"
+
+@needs_prover
+def test_a_false_dead_end_in_the_store_gets_no_certificate(api, wait_certificate):
+    """A claim is checked again by the worker that certifies it: a false one
+    ends in a 422 naming the reason, and stays refused when asked again
+    (no second job: the same claim would fail the same way)."""
+    url = f"/v1/jobs/{_forged_dead_end(api.application.extensions['patience'].store)}"
+    url += "/certificate"
     first = api.get(url)
     assert first.status_code == 202
     reply = wait_certificate(api, url)
     assert reply.status_code == 422
     error = reply.get_json()["error"]
     assert error["code"] == "bad_input" and "the claim is false" in error["message"]
+    assert "ask again" not in error["message"]
     again = api.get(url)
-    assert again.status_code == 202
-    assert again.headers["Location"] != first.headers["Location"]
-    assert wait_certificate(api, url).status_code == 422
+    assert again.status_code == 422 and again.get_json() == reply.get_json()
+
+
+@needs_prover
+def test_a_certificate_job_lost_on_the_way_is_retried(api, wait_certificate):
+    """A certificate job whose message never reached the queue (the API
+    process died in between) is reported as the machine's failure, and
+    asking again starts a new job, which then gets the claim's own answer."""
+    from worker.store import JobRecord
+
+    store = api.application.extensions["patience"].store
+    proof = _forged_dead_end(store)
+    key = f"certificate:{proof}"
+    stale = JobRecord(
+        uuid.uuid4().hex,
+        "certificate",
+        {"proof": proof},
+        60.0,
+        key=key,
+        created=time.time() - 120,
+    )
+    store.save_job(stale)
+    assert store.claim_submission(key, stale.id) is None
+
+    url = f"/v1/jobs/{proof}/certificate"
+    lost = api.get(url)
+    assert lost.status_code == 422
+    error = lost.get_json()["error"]
+    assert error["code"] == "not_queued" and "ask again to retry" in error["message"]
+    retried = api.get(url)
+    assert retried.status_code == 202
+    assert retried.headers["Location"] != f"/v1/jobs/{stale.id}"
+    reply = wait_certificate(api, url)
+    assert reply.status_code == 422
+    assert reply.get_json()["error"]["code"] == "bad_input"

@@ -282,7 +282,7 @@ def test_a_numbered_dead_deal_is_proven_lost_and_drawn(page):
     assert {k: shown[k] for k in ("cells", "stock", "talon")} == _expected(start)
 
     # The DRAT certificate is a worker's job: the page waits for it, then saves it.
-    with page.expect_download(timeout=WAIT_MS) as download:
+    with page.expect_download(timeout=2 * WAIT_MS) as download:
         page.click("#certificate")
     bundle = json.loads(Path(download.value.path()).read_text())
     assert bundle["claim"]["text"] == "no line wins"

@@ -5,8 +5,9 @@
   (Celery reports every unknown id as PENDING) and what a status reply
   describes.
 - ``patience:submission:<key>``: the job id of the latest submission with this
-  key (same game, position, question and engine), so an identical submission
-  is answered from that job instead of being solved again.
+  key (same game, position, question, engine and installed version), so an
+  identical submission is answered from that job instead of being solved
+  again; ``certificate:<proof id>`` keys the one certificate job of a proof.
 - ``patience:outcome:<id>``: a job's final answer, written once by the first
   worker to finish it. A redelivered copy of the job (its worker died before
   acknowledging it) returns this instead of working again, so a job is never

@@ -224,10 +224,10 @@ const TRANSIENT = new Set(["unreachable", "bad_reply", "unavailable"]);
 const OUTAGE_MS = 60000;
 
 /**
- * GET a job's view; a brief outage is waited out, not taken for the job's end.
- * Returns null once `token` no longer names the job followed.
+ * GET `path`; a brief outage is waited out, not taken for the job's end.
+ * Returns null once `wanted()` says the answer is no longer wanted.
  */
-async function poll(path, token) {
+async function poll(path, wanted) {
   const giveUp = performance.now() + OUTAGE_MS;
   for (let attempt = 1; ; attempt += 1) {
     try {
@@ -235,7 +235,7 @@ async function poll(path, token) {
     } catch (exc) {
       if (!TRANSIENT.has(exc.code) || performance.now() > giveUp) throw exc;
       await sleep(Math.min(POLL_MS * attempt, 4000));
-      if (following !== token) return null;
+      if (!wanted()) return null;
     }
   }
 }
@@ -251,7 +251,7 @@ async function follow(view, what) {
   while (view.status === "queued" || view.status === "running") {
     await sleep(POLL_MS);
     if (following !== token) return null;
-    view = await poll(view.links.self, token);
+    view = await poll(view.links.self, () => following === token);
     if (view === null || following !== token) return null;
     setStatus(`${label} ${describeProgress(view, started, limit)}`);
   }
@@ -438,31 +438,35 @@ function saveJson(data, name) {
 
 /**
  * Fetch the proof's certificate and save it. A dead end's DRAT certificate is
- * a worker's job: the API answers 202 with that job's view until it is done,
- * so the page asks again until the bundle comes.
+ * a worker's job: the API answers 202 with that job's view until it is done
+ * (and fails a job no worker starts), so the page asks again until the bundle
+ * comes. It stops quietly once another proof is shown or the result hidden.
  */
 async function onCertificate(event) {
   event.preventDefault();
   const link = event.currentTarget;
-  if (link.dataset.busy) return;
-  link.dataset.busy = "true";
+  const href = link.getAttribute("href");
+  const name = link.download;
+  if (link.dataset.busy === href) return; // this proof's certificate is on its way
+  link.dataset.busy = href;
+  const wanted = () => link.getAttribute("href") === href && !$("result-section").hidden;
   clearError();
-  const token = following;
   try {
-    let reply = await api("GET", link.getAttribute("href"));
-    while (certificatePending(reply)) {
+    let reply = await poll(href, wanted);
+    while (reply !== null && wanted() && certificatePending(reply)) {
       setStatus(`Making the certificate (job ${reply.id.slice(0, 8)}, ${reply.status})…`);
       await sleep(POLL_MS * 4);
-      if (following !== token) return;
-      reply = await api("GET", link.getAttribute("href"));
+      reply = wanted() ? await poll(href, wanted) : null;
     }
-    saveJson(reply, link.download);
+    if (reply === null || !wanted()) return;
+    saveJson(reply, name);
     setStatus("Certificate saved.");
   } catch (exc) {
+    if (!wanted()) return;
     setStatus("No certificate.");
     showError(exc);
   } finally {
-    delete link.dataset.busy;
+    if (link.dataset.busy === href) delete link.dataset.busy;
   }
 }
 
