@@ -10,6 +10,8 @@ of best scores. ``--out FILE`` keeps every result as JSON lines. ``--known
 FILE`` (a `known_scores` file) compares each best-score run with what is
 known: how many cards the lines leave above the best known line, how far the
 proven bounds stay below the best known bound, and any contradiction.
+Each run also prints the machine's calibration (`calibration`: one fixed
+solver call), since seconds on one machine are not seconds on another.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from verifier.registry import get_game
 from verifier.results import ProofResult, Question, Status
 
 from . import engines, known_scores
+from .calibration import calibrate
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,7 @@ def main(args, out: TextIO) -> int:
     figures, compared = {}, {}
     known = known_scores.load(Path(args.known)) if args.known else {}
     sink = _open_out(args.out) if args.out else None
+    machine = calibrate() if args.calibrate else None
     began = time.monotonic()
     try:
         for engine in args.engine.split(","):
@@ -250,6 +254,8 @@ def main(args, out: TextIO) -> int:
         f"wall {time.monotonic() - began:.1f} s",
         file=out,
     )
+    if machine:
+        print(machine.describe(), file=out)
     print(format_table(figures, question), file=out)
     if compared:
         settled = sum(e.settled for n, e in known.items() if n in numbers)

@@ -365,6 +365,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a known-scores file (seeds/vectors/devils-grip-best-scores.jsonl): "
         "how far lines and bounds are from it",
     )
+    p.add_argument(
+        "--no-calibration",
+        dest="calibrate",
+        action="store_false",
+        help="skip the machine's reference solver call (a few seconds)",
+    )
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("verify-cases", help="check rule edge-case files")

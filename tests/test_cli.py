@@ -99,6 +99,8 @@ def test_bench_runs_the_listed_deals(capsys):
     assert code == 0
     assert "deals 2 between 3 and 7, question verdict" in out
     assert "| sat | 2 | 0 | 2 | 0 | 100.0 % |" in out
+    # the machine's speed, printed beside the figures (the same conflicts anywhere)
+    assert "calibration: deal 12's last call (UNSAT below 6, Glucose 4, 9k" in out
 
 
 def test_bench_with_bad_deal_numbers_exits_2(capsys):

@@ -149,11 +149,12 @@ def test_bench_known_option_reports_gaps_and_keeps_the_asked_engine(tmp_path, ca
     out = tmp_path / "rows.jsonl"
     argv = ["bench", "--engine", "sat", "--start", "12", "--count", "1"]
     argv += ["--time-limit", "8", "--score", "--out", str(out)]
-    argv += ["--known", str(known_scores.SHIPPED)]
+    argv += ["--known", str(known_scores.SHIPPED), "--no-calibration"]
     assert cli_main(argv) == 0
     text = capsys.readouterr().out
     assert "Against the known scores (1 deal, 1 best score known), sat:" in text
     assert "contradictions: none" in text
+    assert "calibration" not in text
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["asked"] == "sat" and record["number"] == 12
 

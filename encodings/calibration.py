@@ -1,0 +1,66 @@
+"""How fast this machine is, in one fixed solver call, printed beside benchmarks.
+
+Benchmark figures are seconds on one machine. The development machine has not
+always been the same one: on one day the same SAT call, with the same
+conflicts, took 2.5–3 times as long as on another, and a best-score run at
+10 s proved half as many deals. So ``patience bench`` prints this figure with
+its table, and a figure from another day or machine is compared only
+alongside its own calibration.
+
+The call is the last call of deal 12's best-score proof, "no line leaves 5
+cards or fewer" (its best score is 6; `Encoding.score_below`), on Glucose 4:
+deterministic (the same 9k conflicts on every machine), about a second on the
+machine of the README's tables, and hard enough to measure the solver rather
+than Python's start-up. Building the CNF is timed apart: it measures Python.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from pysat.solvers import Solver
+
+from verifier import devils_grip as dg
+from verifier.results import Question
+
+from .devils_grip_sat_cnf import build_encoding
+
+#: The reference deal and its best score (the known-scores file has it).
+DEAL, BEST = 12, 6
+#: Seconds of the reference call on the machine of the README's tables
+#: (`bench_last_call` on deal 12: 0.8–1.1 s over several sessions).
+README_SOLVE = "0.8–1.1 s"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Seconds to build the reference CNF and to refute it, and its conflicts."""
+
+    build: float
+    solve: float
+    conflicts: int
+
+    def describe(self) -> str:
+        """Return one line for a benchmark's header."""
+        return (
+            f"calibration: deal {DEAL}'s last call (UNSAT below {BEST}, Glucose 4, "
+            f"{self.conflicts / 1000:.0f}k conflicts) solved in {self.solve:.2f} s, "
+            f"built in {self.build:.2f} s; {README_SOLVE} where the README's tables "
+            "were measured"
+        )
+
+
+def calibrate() -> Calibration:
+    """Time the reference call; raise if it is not UNSAT (a broken encoding)."""
+    began = time.perf_counter()
+    enc = build_encoding(dg.initial_state(dg.numbered_deal(DEAL)), Question.SCORE)
+    below = enc.score_below(BEST)
+    built = time.perf_counter()
+    with Solver(name="g4", bootstrap_with=enc.clauses + below.clauses) as oracle:
+        answer = oracle.solve()
+        conflicts = int(oracle.accum_stats().get("conflicts", 0))
+    solved = time.perf_counter()
+    if answer:
+        raise AssertionError(f"deal {DEAL} has a line below its best score {BEST}")
+    return Calibration(built - began, solved - built, conflicts)
