@@ -218,10 +218,16 @@ def main(args, out: TextIO) -> int:
     numbers = args.numbers or range(args.start, args.start + args.count)
     figures, compared = {}, {}
     known = known_scores.load(Path(args.known)) if args.known else {}
+    game_name = args.game or get_game(None).name
+    for engine in args.engine.split(","):
+        engines.check_engine(game_name, engine)  # before any waiting
     sink = _open_out(args.out) if args.out else None
-    machine = calibrate() if args.calibrate else None
+    machine = None
     began = time.monotonic()
     try:
+        if args.calibrate:
+            machine = calibrate()
+            began = time.monotonic()
         for engine in args.engine.split(","):
 
             def record(row: Row, engine: str = engine) -> None:
@@ -235,7 +241,7 @@ def main(args, out: TextIO) -> int:
                     sink.flush()
 
             rows = run(
-                args.game or get_game(None).name,
+                game_name,
                 engine,
                 numbers,
                 question=question,
@@ -254,7 +260,7 @@ def main(args, out: TextIO) -> int:
         f"wall {time.monotonic() - began:.1f} s",
         file=out,
     )
-    if machine:
+    if machine is not None:
         print(machine.describe(), file=out)
     print(format_table(figures, question), file=out)
     if compared:

@@ -13,6 +13,7 @@ nothing half-submitted.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -29,10 +30,12 @@ from verifier.errors import PatienceError
 from verifier.registry import get_game
 from verifier.replay import replay
 from verifier.results import ProofResult, Question, Status
+from verifier.version import version
 from worker.celery_app import (
     BATCH_TASK,
     CERTIFY_TASK,
     DEALS_TASK,
+    PROOFS_QUEUE,
     PROVE_TASK,
     QUEUES,
     ROUTES,
@@ -47,21 +50,17 @@ JOB_STATUSES = ("queued", "running", "done", "failed")
 PUBLISH_GRACE = 60.0
 #: Seconds the health check waits for workers to answer a ping.
 PING_TIMEOUT = 1.0
-#: Seconds a certificate job may wait unstarted before it counts as lost (no
-#: worker consumes ``proofs``, or one too old to know the task dropped it).
+#: Seconds a certificate job may wait unstarted before the API looks whether
+#: any worker consumes ``proofs`` at all (else the job counts as lost). A
+#: queue behind long proofs is waited out.
 CERTIFICATE_WAIT = 600.0
 #: Failures of a certificate job that were the machine's, not the claim's:
-#: asking again starts a new job. Any other (a claim refused, the time cap)
-#: would fail the same way again, so it is answered as it stands.
+#: asking again starts a new job. Any other would fail the same way again,
+#: so it is answered as it stands: a refused claim or the 60 s cap
+#: (``bad_input``, ``unsupported``), and ``worker_lost``, a job that killed
+#: its worker on every attempt (`worker.tasks.MAX_ATTEMPTS`).
 RETRIED_FAILURES = frozenset(
-    {
-        "worker_lost",
-        "not_queued",
-        "not_started",
-        "internal_error",
-        "revoked",
-        "time_limit",
-    }
+    {"not_queued", "not_started", "internal_error", "revoked", "time_limit"}
 )
 
 
@@ -329,6 +328,15 @@ def certificate(service: Service, job_id: str) -> Submitted:
     return Submitted(body, 200)
 
 
+def certificate_key(proof_id: str) -> str:
+    """Return the submission key of a proof's certificate job.
+
+    It names the installed version, like a proof's key: an upgraded encoding
+    is asked again rather than answered by the old one's refusal.
+    """
+    return f"certificate:{version()}:{proof_id}"
+
+
 def _certificate_job(service: Service, job: CertificateJob) -> Submitted:
     """Return the bundle of ``job`` if made, else queue it once; 202 meanwhile.
 
@@ -336,7 +344,7 @@ def _certificate_job(service: Service, job: CertificateJob) -> Submitted:
     one. The record is written before the key is claimed, so a second request
     in between finds the first one's job instead of queueing its own.
     """
-    key = f"certificate:{job.proof}"
+    key = certificate_key(job.proof)
     request = job.to_json()
     record = JobRecord(uuid.uuid4().hex, "certificate", request, job.budget, key=key)
     service.store.save_job(record)
@@ -350,11 +358,20 @@ def _certificate_job(service: Service, job: CertificateJob) -> Submitted:
     return _earlier_certificate(service, key, earlier)
 
 
+def _unserved(service: Service, view: dict[str, Any], record: JobRecord) -> bool:
+    """Return whether a job has waited `CERTIFICATE_WAIT` with nobody to run it."""
+    if view["status"] != "queued" or time.time() - record.created <= CERTIFICATE_WAIT:
+        return False
+    consumers = consumed_queues(service).values()
+    return not any(PROOFS_QUEUE in queues for queues in consumers)
+
+
 def _earlier_certificate(service: Service, key: str, record: JobRecord) -> Submitted:
     """Answer from the certificate job already made for this proof.
 
     Done: its bundle. Pending: its view (202). Failed, or unstarted after
-    `CERTIFICATE_WAIT`: a `CertificateFailedError` with its code; a failure
+    `CERTIFICATE_WAIT` with no worker on its queue: a `CertificateFailedError`
+    with its code; a failure
     of the machine (`RETRIED_FAILURES`) is forgotten, so asking again starts
     a new job, while a refused claim stays refused.
     """
@@ -363,9 +380,11 @@ def _earlier_certificate(service: Service, key: str, record: JobRecord) -> Submi
         return Submitted(view["result"], 200)
     if view["status"] == "failed":
         error = view["error"] or _error("internal_error", "the certificate job failed")
-    elif view["status"] == "queued" and time.time() - record.created > CERTIFICATE_WAIT:
-        late = f"no worker started the certificate job within {CERTIFICATE_WAIT:g} s"
-        error = _error("not_started", late)
+    elif _unserved(service, view, record):
+        late = f"the certificate job waited {CERTIFICATE_WAIT:g} s, and no worker "
+        error = _error("not_started", late + f"consumes the {PROOFS_QUEUE} queue")
+        with contextlib.suppress(OperationalError, redis.RedisError, OSError):
+            service.celery.control.revoke(record.id)  # if a worker comes back
     else:
         return Submitted(view, 202)
     retried = error["code"] in RETRIED_FAILURES
@@ -378,6 +397,16 @@ def _earlier_certificate(service: Service, key: str, record: JobRecord) -> Submi
 
 
 # -- health ----------------------------------------------------------------
+def consumed_queues(service: Service) -> dict[str, list[str]]:
+    """Return each live worker's queues (one broadcast; the dead do not answer)."""
+    # Its own connection: a ping on the pooled one leaves state that makes
+    # every prover process forked later wait in kombu's clean-up.
+    with service.celery.connection_for_write() as conn:
+        inspect = service.celery.control.inspect(timeout=PING_TIMEOUT, connection=conn)
+        replies = inspect.active_queues() or {}
+    return {name: sorted(q["name"] for q in qs or []) for name, qs in replies.items()}
+
+
 def health(service: Service) -> tuple[dict[str, Any], bool]:
     """Return whether Redis answers and every queue has a live consumer.
 
@@ -393,17 +422,7 @@ def health(service: Service) -> tuple[dict[str, Any], bool]:
     consumed: dict[str, list[str]] = {}
     if redis_state["ok"]:
         try:
-            # Its own connection: a ping on the pooled one leaves state that
-            # makes every prover process forked later wait in kombu's clean-up.
-            with service.celery.connection_for_write() as conn:
-                inspect = service.celery.control.inspect(
-                    timeout=PING_TIMEOUT, connection=conn
-                )
-                replies = inspect.active_queues() or {}
-            consumed = {
-                name: sorted(q["name"] for q in queues or [])
-                for name, queues in replies.items()
-            }
+            consumed = consumed_queues(service)
         except (OperationalError, redis.RedisError, OSError) as exc:
             redis_state = {"ok": False, "error": str(exc)}
     workers = sorted(consumed)

@@ -42,7 +42,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         409: "The job is not done",
         413: "Request body too large",
         415: "The body is not sent as application/json",
-        422: "The certificate job ended without a certificate (ask again to retry)",
+        422: "The certificate job ended without a certificate (its code says why)",
         503: "Redis is not reachable",
     }
     return {str(c): _reply(texts[c], _ref("Error")) for c in codes}

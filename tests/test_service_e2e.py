@@ -241,18 +241,19 @@ def test_a_certificate_job_lost_on_the_way_is_retried(api, wait_certificate):
     """A certificate job whose message never reached the queue (the API
     process died in between) is reported as the machine's failure, and
     asking again starts a new job, which then gets the claim's own answer."""
+    from service.broker import PUBLISH_GRACE, certificate_key
     from worker.store import JobRecord
 
     store = api.application.extensions["patience"].store
     proof = _forged_dead_end(store)
-    key = f"certificate:{proof}"
+    key = certificate_key(proof)
     stale = JobRecord(
         uuid.uuid4().hex,
         "certificate",
         {"proof": proof},
         60.0,
         key=key,
-        created=time.time() - 120,
+        created=time.time() - PUBLISH_GRACE - 1,
     )
     store.save_job(stale)
     assert store.claim_submission(key, stale.id) is None

@@ -7,7 +7,8 @@
 - ``patience:submission:<key>``: the job id of the latest submission with this
   key (same game, position, question, engine and installed version), so an
   identical submission is answered from that job instead of being solved
-  again; ``certificate:<proof id>`` keys the one certificate job of a proof.
+  again; ``certificate:<version>:<proof id>`` keys the one certificate job of
+  a proof.
 - ``patience:outcome:<id>``: a job's final answer, written once by the first
   worker to finish it. A redelivered copy of the job (its worker died before
   acknowledging it) returns this instead of working again, so a job is never
@@ -94,10 +95,19 @@ class Store:
 
     # -- identical submissions ---------------------------------------------------------
     def claim_submission(self, key: str, job_id: str) -> str | None:
-        """Point ``key`` at ``job_id`` unless taken; return the holder if taken."""
-        if self.client.set(_submission(key), job_id, nx=True, ex=self.ttl):
-            return None
-        return self.client.get(_submission(key)) or None
+        """Point ``key`` at ``job_id`` unless taken; return the holder if taken.
+
+        A key released between the two calls is claimed again, so "None"
+        always means the key now names ``job_id``.
+        """
+        for _ in range(3):
+            if self.client.set(_submission(key), job_id, nx=True, ex=self.ttl):
+                return None
+            holder = self.client.get(_submission(key))
+            if holder:
+                return holder
+        self.replace_submission(key, job_id)  # released again and again: take it
+        return None
 
     def replace_submission(self, key: str, job_id: str) -> None:
         """Point ``key`` at a new job (the old one failed or fell short)."""

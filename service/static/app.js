@@ -13,6 +13,7 @@ const $ = (id) => document.getElementById(id);
 
 let catalogue = null; // the answer of GET /v1/games
 let following = null; // the job being followed; a newer one replaces it
+let certificateClick = null; // the certificate request under way; a newer click replaces it
 let player = null;
 
 // -- the API -------------------------------------------------------------------
@@ -447,9 +448,12 @@ async function onCertificate(event) {
   const link = event.currentTarget;
   const href = link.getAttribute("href");
   const name = link.download;
-  if (link.dataset.busy === href) return; // this proof's certificate is on its way
-  link.dataset.busy = href;
-  const wanted = () => link.getAttribute("href") === href && !$("result-section").hidden;
+  const token = {}; // a later click takes over: one loop, one download
+  certificateClick = token;
+  const wanted = () =>
+    certificateClick === token &&
+    link.getAttribute("href") === href &&
+    !$("result-section").hidden;
   clearError();
   try {
     let reply = await poll(href, wanted);
@@ -465,8 +469,6 @@ async function onCertificate(event) {
     if (!wanted()) return;
     setStatus("No certificate.");
     showError(exc);
-  } finally {
-    if (link.dataset.busy === href) delete link.dataset.busy;
   }
 }
 
