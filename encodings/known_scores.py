@@ -42,7 +42,7 @@ from verifier.errors import InputError
 from verifier.replay import replay
 from verifier.textforms import load_json
 
-#: The file shipped with the project (the lost deals of 1-600, all settled).
+#: The file shipped with the project (the lost deals of 1-700; 1-600 all settled).
 SHIPPED = (
     Path(__file__).resolve().parent.parent
     / "seeds"
