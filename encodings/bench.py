@@ -219,7 +219,8 @@ def main(args, out: TextIO) -> int:
     figures, compared = {}, {}
     known = known_scores.load(Path(args.known)) if args.known else {}
     game_name = args.game or get_game(None).name
-    for engine in args.engine.split(","):
+    names = args.engine.split(",")
+    for engine in names:
         engines.check_engine(game_name, engine)  # before any waiting
     sink = _open_out(args.out) if args.out else None
     machine = None
@@ -228,7 +229,7 @@ def main(args, out: TextIO) -> int:
         if args.calibrate:
             machine = calibrate()
             began = time.monotonic()
-        for engine in args.engine.split(","):
+        for engine in names:
 
             def record(row: Row, engine: str = engine) -> None:
                 if sink:

@@ -19,42 +19,27 @@ interrupt are offered.
 from __future__ import annotations
 
 import argparse
-import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pysat.solvers import Solver
-
-from verifier import devils_grip as dg
-from verifier.results import Question
-
 from . import known_scores
 from .bench import numbers_option
-from .devils_grip_sat_cnf import build_encoding
+from .calibration import last_call
 
 #: Solvers whose calls pysat can interrupt at the time limit.
 SOLVERS = ("g4", "g3", "m22", "mc")
 
 
-def last_call(number: int, best: int, limit: float, solver: str) -> tuple[str, str]:
+def timed_last_call(
+    number: int, best: int, limit: float, solver: str
+) -> tuple[str, str]:
     """Return (seconds or "over LIMIT s", conflicts) of "below ``best``" on deal
     ``number``; raise if a line below the best score turns up."""
-    enc = build_encoding(dg.initial_state(dg.numbered_deal(number)), Question.SCORE)
-    below = enc.score_below(best)
-    with Solver(name=solver, bootstrap_with=enc.clauses + below.clauses) as oracle:
-        timer = threading.Timer(limit, oracle.interrupt)
-        began = time.monotonic()
-        timer.start()
-        try:
-            answer = oracle.solve_limited(expect_interrupt=True)
-        finally:
-            timer.cancel()
-        seconds = time.monotonic() - began
-        conflicts = f"{oracle.accum_stats().get('conflicts', 0) / 1000:.0f}k"
-    if answer:
+    call = last_call(number, best, limit, solver)
+    if call.answer:
         raise AssertionError(f"deal {number}: a line below its best score {best}")
-    return (f"{seconds:.1f} s" if answer is False else f"over {limit:g} s"), conflicts
+    seconds = f"{call.solve:.1f} s" if call.answer is False else f"over {limit:g} s"
+    return seconds, f"{call.conflicts / 1000:.0f}k"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -74,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if entry is None or not entry.settled:
             print(f"| {number} | unknown | — | — |", flush=True)
             continue
-        seconds, conflicts = last_call(
+        seconds, conflicts = timed_last_call(
             number, entry.upper, args.time_limit, args.solver
         )
         print(f"| {number} | {entry.upper} | {seconds} | {conflicts} |", flush=True)

@@ -57,14 +57,27 @@ class Calibration:
         )
 
 
-def calibrate() -> Calibration:
-    """Time the reference call; raise unless it is UNSAT within `LIMIT`."""
+@dataclass(frozen=True)
+class LastCall:
+    """How "no line leaves fewer than ``best``" went: the answer (None when
+    interrupted, True for a line below the best score: a bug), the seconds
+    spent building the CNF and solving it, and the conflicts."""
+
+    answer: bool | None
+    build: float
+    solve: float
+    conflicts: int
+
+
+def last_call(number: int, best: int, limit: float, solver: str = "g4") -> LastCall:
+    """Run deal ``number``'s last call below ``best`` on ``solver``, interrupted
+    at ``limit`` seconds (so ``solver`` must be one pysat can interrupt)."""
     began = time.perf_counter()
-    enc = build_encoding(dg.initial_state(dg.numbered_deal(DEAL)), Question.SCORE)
-    below = enc.score_below(BEST)
+    enc = build_encoding(dg.initial_state(dg.numbered_deal(number)), Question.SCORE)
+    below = enc.score_below(best)
     built = time.perf_counter()
-    with Solver(name="g4", bootstrap_with=enc.clauses + below.clauses) as oracle:
-        timer = threading.Timer(LIMIT, oracle.interrupt)
+    with Solver(name=solver, bootstrap_with=enc.clauses + below.clauses) as oracle:
+        timer = threading.Timer(limit, oracle.interrupt)
         timer.start()
         try:
             answer = oracle.solve_limited(expect_interrupt=True)
@@ -72,8 +85,14 @@ def calibrate() -> Calibration:
             timer.cancel()
         conflicts = int(oracle.accum_stats().get("conflicts", 0))
     solved = time.perf_counter()
-    if answer is None:
+    return LastCall(answer, built - began, solved - built, conflicts)
+
+
+def calibrate() -> Calibration:
+    """Time the reference call; raise unless it is UNSAT within `LIMIT`."""
+    call = last_call(DEAL, BEST, LIMIT)
+    if call.answer is None:
         raise RuntimeError(f"the calibration call took over {LIMIT:g} s")
-    if answer:
+    if call.answer:
         raise RuntimeError(f"deal {DEAL} has a line below its best score {BEST}")
-    return Calibration(built - began, solved - built, conflicts)
+    return Calibration(call.build, call.solve, call.conflicts)

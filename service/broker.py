@@ -341,10 +341,19 @@ def _certificate_job(service: Service, job: CertificateJob) -> Submitted:
     """Return the bundle of ``job`` if made, else queue it once; 202 meanwhile.
 
     The proof's id keys the certificate job, so polling never starts a second
-    one. The record is written before the key is claimed, so a second request
-    in between finds the first one's job instead of queueing its own.
+    one, and a poll only reads. A new job's record is written before the key
+    is claimed, so a second request in between finds the first one's job
+    instead of queueing its own.
     """
     key = certificate_key(job.proof)
+    earlier = _holder_record(service, key)
+    if earlier is None:
+        return _new_certificate_job(service, job, key)
+    return _earlier_certificate(service, key, earlier)
+
+
+def _new_certificate_job(service: Service, job: CertificateJob, key: str) -> Submitted:
+    """Queue ``job`` under ``key``, unless a request in between got there first."""
     request = job.to_json()
     record = JobRecord(uuid.uuid4().hex, "certificate", request, job.budget, key=key)
     service.store.save_job(record)
@@ -356,6 +365,12 @@ def _certificate_job(service: Service, job: CertificateJob) -> Submitted:
         return _enqueue(service, record, CERTIFY_TASK)
     _forget(service.store, record)
     return _earlier_certificate(service, key, earlier)
+
+
+def _holder_record(service: Service, key: str) -> JobRecord | None:
+    """Return the record of the job ``key`` points at, if both still exist."""
+    holder = service.store.holder(key)
+    return service.store.get_job(holder) if holder is not None else None
 
 
 def _unserved(service: Service, view: dict[str, Any], record: JobRecord) -> bool:
@@ -371,9 +386,9 @@ def _earlier_certificate(service: Service, key: str, record: JobRecord) -> Submi
 
     Done: its bundle. Pending: its view (202). Failed, or unstarted after
     `CERTIFICATE_WAIT` with no worker on its queue: a `CertificateFailedError`
-    with its code; a failure
-    of the machine (`RETRIED_FAILURES`) is forgotten, so asking again starts
-    a new job, while a refused claim stays refused.
+    with its code; a failure of the machine (`RETRIED_FAILURES`) is
+    forgotten, so asking again starts a new job, while a refused claim stays
+    refused.
     """
     view = job_view(service, record)
     if view["status"] == "done":

@@ -103,11 +103,15 @@ class Store:
         for _ in range(3):
             if self.client.set(_submission(key), job_id, nx=True, ex=self.ttl):
                 return None
-            holder = self.client.get(_submission(key))
+            holder = self.holder(key)
             if holder:
                 return holder
         self.replace_submission(key, job_id)  # released again and again: take it
         return None
+
+    def holder(self, key: str) -> str | None:
+        """Return the job id ``key`` points at, if any (a read, no claim)."""
+        return self.client.get(_submission(key)) or None
 
     def replace_submission(self, key: str, job_id: str) -> None:
         """Point ``key`` at a new job (the old one failed or fell short)."""
