@@ -54,13 +54,21 @@ PING_TIMEOUT = 1.0
 #: any worker consumes ``proofs`` at all (else the job counts as lost). A
 #: queue behind long proofs is waited out.
 CERTIFICATE_WAIT = 600.0
-#: Failures of a certificate job that were the machine's, not the claim's:
-#: asking again starts a new job. Any other would fail the same way again,
-#: so it is answered as it stands: a refused claim or the 60 s cap
-#: (``bad_input``, ``unsupported``), and ``worker_lost``, a job that killed
-#: its worker on every attempt (`worker.tasks.MAX_ATTEMPTS`).
+#: Failures of a certificate job that were the machine's, not the claim's
+#: (``not_started`` and ``worker_gone`` come from `_unserved`): asking again
+#: starts a new job. Any other would fail the same way again, so it is
+#: answered as it stands: a refused claim or the time cap (``bad_input``,
+#: ``unsupported``), and ``worker_lost``, a job that killed its worker on
+#: every attempt (`worker.tasks.MAX_ATTEMPTS`).
 RETRIED_FAILURES = frozenset(
-    {"not_queued", "not_started", "internal_error", "revoked", "time_limit"}
+    {
+        "not_queued",
+        "not_started",
+        "worker_gone",
+        "internal_error",
+        "revoked",
+        "time_limit",
+    }
 )
 
 
@@ -299,7 +307,9 @@ def certificate(service: Service, job_id: str) -> Submitted:
         and result.proven
         and certificates.encodes(game.name)
     ):
-        job = CertificateJob(record.id, game.name, value["position"], result)
+        fields = ("game", "position", "result")  # what the worker reads
+        request = {"proof": record.id, **{name: value[name] for name in fields}}
+        job = CertificateJob.from_json(request, service.settings)
         return _certificate_job(service, job)
     outcome = replay(game, state, game.parse_moves("\n".join(result.line)))
     body = {
@@ -373,18 +383,36 @@ def _holder_record(service: Service, key: str) -> JobRecord | None:
     return service.store.get_job(holder) if holder is not None else None
 
 
-def _unserved(service: Service, view: dict[str, Any], record: JobRecord) -> bool:
-    """Return whether a job has waited `CERTIFICATE_WAIT` with nobody to run it."""
-    if view["status"] != "queued" or time.time() - record.created <= CERTIFICATE_WAIT:
-        return False
+def _unserved(
+    service: Service, view: dict[str, Any], record: JobRecord
+) -> dict[str, str] | None:
+    """Return the error of a job pending `CERTIFICATE_WAIT` with nobody to run it.
+
+    Queued: no worker took it. Running: its worker died, and with none left
+    on ``proofs`` the message the broker redelivers is never taken either,
+    while the stored state stays "started". A job runs at most its hard
+    limit (75 s at most) and a live worker consumes ``proofs`` while it runs one, so
+    neither case is a job still under way: a worker finishing in its warm
+    shutdown, which no longer answers, is the only race, and it only makes
+    the job's outcome one nobody reads.
+    """
+    pending = view["status"] in ("queued", "running")
+    if not pending or time.time() - record.created <= CERTIFICATE_WAIT:
+        return None
     consumers = consumed_queues(service).values()
-    return not any(PROOFS_QUEUE in queues for queues in consumers)
+    if any(PROOFS_QUEUE in queues for queues in consumers):
+        return None
+    nobody = f"no worker consumes the {PROOFS_QUEUE} queue"
+    if view["status"] == "queued":
+        late = f"the certificate job waited {CERTIFICATE_WAIT:g} s, and {nobody}"
+        return _error("not_started", late)
+    return _error("worker_gone", f"the certificate job's worker is gone, and {nobody}")
 
 
 def _earlier_certificate(service: Service, key: str, record: JobRecord) -> Submitted:
     """Answer from the certificate job already made for this proof.
 
-    Done: its bundle. Pending: its view (202). Failed, or unstarted after
+    Done: its bundle. Pending: its view (202). Failed, or pending after
     `CERTIFICATE_WAIT` with no worker on its queue: a `CertificateFailedError`
     with its code; a failure of the machine (`RETRIED_FAILURES`) is
     forgotten, so asking again starts a new job, while a refused claim stays
@@ -395,9 +423,8 @@ def _earlier_certificate(service: Service, key: str, record: JobRecord) -> Submi
         return Submitted(view["result"], 200)
     if view["status"] == "failed":
         error = view["error"] or _error("internal_error", "the certificate job failed")
-    elif _unserved(service, view, record):
-        late = f"the certificate job waited {CERTIFICATE_WAIT:g} s, and no worker "
-        error = _error("not_started", late + f"consumes the {PROOFS_QUEUE} queue")
+    elif unserved := _unserved(service, view, record):
+        error = unserved
         with contextlib.suppress(OperationalError, redis.RedisError, OSError):
             service.celery.control.revoke(record.id)  # if a worker comes back
     else:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from service_helpers import forged_dead_end, near_win_position
 
 from patience_encodings import certificates
 from patience_encodings.engines import engines_for
@@ -167,7 +168,7 @@ def test_batch_reports_progress_and_per_item_results(api, wait_job):
     assert reply.status_code == 400  # a bad item refuses the whole batch
     assert "items[6]" in reply.get_json()["error"]["message"]
 
-    body["items"][-1] = {"position": _near_win_position()}
+    body["items"][-1] = {"position": near_win_position()}
     seen: list[dict[str, Any]] = []
     _, job = _submit(api, "/v1/batches", body)
     view = wait_job(api, job["links"]["self"], timeout=90, seen=seen)
@@ -180,13 +181,6 @@ def test_batch_reports_progress_and_per_item_results(api, wait_job):
     progress = [v["progress"]["done"] for v in seen if v["progress"]]
     assert progress == sorted(progress)
     assert progress and progress[-1] == out["total"]
-
-
-def _near_win_position() -> dict[str, Any]:
-    from dg_helpers import winnable_position
-
-    state, _ = winnable_position()
-    return dg.position_to_json(state)
 
 
 def test_unknown_job_is_404(api):
@@ -203,27 +197,12 @@ def test_certificate_needs_a_proof_job(api, wait_job):
     assert "no certificate" in reply.get_json()["error"]["message"]
 
 
-def _forged_dead_end(store: Any) -> str:
-    """Store a done proof job that says "lost" about a winnable position, as a
-    tampered store would; return its id."""
-    from verifier.results import ProofResult, Question, Status
-    from worker.store import JobRecord
-
-    position = _near_win_position()
-    claim = ProofResult(Status.LOST, True, "forged", Question.VERDICT, method="none")
-    value = {"game": "devils-grip", "position": position, "result": claim.to_json()}
-    record = JobRecord(uuid.uuid4().hex, "proof", {"position": position}, 10.0)
-    store.save_job(record)
-    store.save_outcome(record.id, {"ok": True, "value": value})
-    return record.id
-
-
 @needs_prover
 def test_a_false_dead_end_in_the_store_gets_no_certificate(api, wait_certificate):
     """A claim is checked again by the worker that certifies it: a false one
     ends in a 422 naming the reason, and stays refused when asked again
     (no second job: the same claim would fail the same way)."""
-    url = f"/v1/jobs/{_forged_dead_end(api.application.extensions['patience'].store)}"
+    url = f"/v1/jobs/{forged_dead_end(api.application.extensions['patience'].store)}"
     url += "/certificate"
     first = api.get(url)
     assert first.status_code == 202
@@ -245,7 +224,7 @@ def test_a_certificate_job_lost_on_the_way_is_retried(api, wait_certificate):
     from worker.store import JobRecord
 
     store = api.application.extensions["patience"].store
-    proof = _forged_dead_end(store)
+    proof = forged_dead_end(store)
     key = certificate_key(proof)
     stale = JobRecord(
         uuid.uuid4().hex,

@@ -34,6 +34,26 @@ def test_visibility_timeout_shorter_than_a_job_is_refused():
         Settings(max_time_limit=50, max_job_seconds=100, visibility_timeout=50)
 
 
+def _certificate_request() -> dict:
+    from verifier.results import ProofResult, Question, Status
+
+    claim = ProofResult(Status.LOST, True, "sat", Question.VERDICT, method="unsat")
+    position = dg.position_to_json(dg.initial_state(dg.numbered_deal(1)))
+    return {"proof": "0" * 32, "position": position, "result": claim.to_json()}
+
+
+def test_a_certificate_job_fits_the_deployments_longest_job():
+    """The visibility timeout is checked against ``max_job_seconds`` only, so
+    a certificate job is capped there too: else a deployment of short jobs
+    (and a short timeout) would deliver a slow certificate job twice."""
+    wide = jobs.CertificateJob.from_json(_certificate_request(), SETTINGS)
+    assert wide.budget == jobs.CERTIFICATE_SECONDS
+    short = Settings(max_time_limit=2, max_job_seconds=6, visibility_timeout=15)
+    job = jobs.CertificateJob.from_json(_certificate_request(), short)
+    assert job.budget == 6 and hard_limit(job.budget) < short.visibility_timeout
+    assert job.to_json() == wide.to_json()  # the cap is the worker's, not the message's
+
+
 def test_a_time_limit_beyond_the_provers_own_is_refused():
     from patience_encodings.engines import MAX_TIME_LIMIT
 

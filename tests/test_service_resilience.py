@@ -181,6 +181,63 @@ def test_health_is_degraded_while_a_queue_has_no_consumer(fragile):
     assert body["queues"] == {"proofs": {"consumers": 0}, "batches": {"consumers": 1}}
 
 
+@needs_prover
+@pytest.mark.parametrize(
+    ("state", "code"), [("PENDING", "not_started"), ("STARTED", "worker_gone")]
+)
+def test_a_certificate_job_nobody_serves_fails_and_is_retried(fragile, state, code):
+    """A certificate job still pending past `CERTIFICATE_WAIT` while no live
+    worker consumes ``proofs`` (the one alive serves only ``batches``) is
+    reported as the machine's failure instead of a 202 for ever: never
+    taken (``PENDING``), or taken by a worker that died (``STARTED`` stays
+    in the result store). Its key is released, so asking again queues a new
+    job."""
+    import uuid
+
+    from service_helpers import forged_dead_end
+
+    from service.broker import CERTIFICATE_WAIT, certificate_key
+    from worker.celery_app import PROOFS_QUEUE
+    from worker.store import JobRecord
+
+    client = fragile.app.test_client()
+    patience = fragile.app.extensions["patience"]
+    proof = forged_dead_end(patience.store)
+    key = certificate_key(proof)
+    waited = time.time() - CERTIFICATE_WAIT - 1
+    stale = JobRecord(
+        uuid.uuid4().hex,
+        "certificate",
+        {"proof": proof},
+        60.0,
+        key=key,
+        queued=True,
+        created=waited,
+    )
+    patience.store.save_job(stale)
+    assert patience.store.claim_submission(key, stale.id) is None
+    if state == "STARTED":  # what the dead worker wrote when it took the job
+        patience.celery.backend.store_result(stale.id, None, state)
+    url = f"/v1/jobs/{proof}/certificate"
+    worker = fragile.start_worker(queues=("batches",))
+    try:
+        late = client.get(url)
+        again = client.get(url)
+    finally:
+        worker.stop()
+        with patience.celery.connection_for_write() as conn:
+            conn.default_channel.queue_purge(PROOFS_QUEUE)  # the new job: no one runs
+    assert late.status_code == 422, late.get_json()
+    error = late.get_json()["error"]
+    assert error["code"] == code
+    assert "no worker consumes the proofs queue" in error["message"]
+    assert "ask again to retry" in error["message"]
+    assert again.status_code == 202
+    fresh = again.get_json()
+    assert fresh["id"] != stale.id and fresh["status"] == "queued"
+    assert patience.store.holder(key) == fresh["id"]
+
+
 def test_redis_restart_is_reported_then_recovered(fragile):
     client = fragile.app.test_client()
     worker = fragile.start_worker()

@@ -206,7 +206,9 @@ def run_proof(job: ProofJob, answers: AnswerCache | None = None) -> dict[str, An
 # -- certificates of proven dead ends ------------------------------------------------
 CERTIFICATE_FIELDS = ("proof", "game", "position", "result")
 #: Seconds a worker spends on one DRAT certificate; a claim that takes longer
-#: is refused (``patience certify`` on the command line has no such cap).
+#: is refused (``patience certify`` on the command line has no such cap). A
+#: deployment whose ``max_job_seconds`` is lower caps it there, as every job:
+#: the broker's visibility timeout is checked against that bound only.
 CERTIFICATE_SECONDS = 60.0
 
 
@@ -225,11 +227,11 @@ class CertificateJob:
     position: dict[str, Any]
     result: ProofResult
     start: Start = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
+    seconds: float = CERTIFICATE_SECONDS  # the cap, from the settings
 
     @classmethod
     def from_json(cls, data: Any, settings: Settings) -> CertificateJob:
         """Validate a certificate request (the API builds it from a done proof)."""
-        del settings  # one signature for every job kind
         data = expect_object(data, "a certificate request")
         check_fields(data, CERTIFICATE_FIELDS, "a certificate request")
         proof = get_string(data, "proof", "")
@@ -241,7 +243,8 @@ class CertificateJob:
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"'result' is not a proof result: {exc}") from None
         certificates.check_certifiable(game.name)
-        return cls(proof, game.name, data["position"], result, start)
+        seconds = min(CERTIFICATE_SECONDS, settings.max_job_seconds)
+        return cls(proof, game.name, data["position"], result, start, seconds)
 
     def to_json(self) -> dict[str, Any]:
         """Return the request as the worker receives it."""
@@ -255,7 +258,7 @@ class CertificateJob:
     @property
     def budget(self) -> float:
         """Return the seconds this job may take (before the margins)."""
-        return CERTIFICATE_SECONDS
+        return self.seconds
 
 
 def run_certificate(job: CertificateJob) -> dict[str, Any]:
@@ -265,7 +268,7 @@ def run_certificate(job: CertificateJob) -> dict[str, Any]:
     cannot be interrupted), so a hard claim ends as a clear refusal rather
     than a worker stuck past its time limit.
     """
-    return certificates.certify_within(job.start, job.result, CERTIFICATE_SECONDS)
+    return certificates.certify_within(job.start, job.result, job.seconds)
 
 
 # -- guaranteed-winnable deals -------------------------------------------------------
