@@ -9,9 +9,12 @@ max, states per second where the prover counts states, and the distribution
 of best scores. ``--out FILE`` keeps every result as JSON lines. ``--known
 FILE`` (a `known_scores` file) compares each best-score run with what is
 known: how many cards the lines leave above the best known line, how far the
-proven bounds stay below the best known bound, and any contradiction.
+proven bounds stay below the best known bound, and any contradiction (said
+only when the file knows some of the deals).
 Each run also prints the machine's calibration (`calibration`: one fixed
-solver call), since seconds on one machine are not seconds on another.
+solver call), since seconds on one machine are not seconds on another; each
+row of ``--out`` carries its seconds too (``calibration_s``), so a file of
+rows read later still says what machine made it.
 """
 
 from __future__ import annotations
@@ -238,6 +241,8 @@ def main(args, out: TextIO) -> int:
                         "time_limit": args.time_limit,
                         "number": row.number,
                     }
+                    if machine is not None:
+                        data["calibration_s"] = round(machine.solve, 3)
                     sink.write(json.dumps(data | row.result.to_json()) + "\n")
                     sink.flush()
 
@@ -250,7 +255,7 @@ def main(args, out: TextIO) -> int:
                 on_row=record,
             )
             figures[engine] = summary(rows, question)
-            if question is Question.SCORE and known:
+            if question is Question.SCORE and known.keys() & set(numbers):
                 compared[engine] = against_known(rows, known)
     finally:
         if sink:

@@ -157,6 +157,27 @@ def test_bench_known_option_reports_gaps_and_keeps_the_asked_engine(tmp_path, ca
     assert "calibration" not in text
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["asked"] == "sat" and record["number"] == 12
+    assert "calibration_s" not in record  # no calibration was run
+
+
+def test_bench_says_nothing_of_known_scores_that_know_none_of_its_deals(
+    tmp_path, capsys
+):
+    """A file that knows other deals gives no "0 deals known" paragraph; the
+    rows carry the calibration's seconds, the machine's mark."""
+    first = known_scores.SHIPPED.read_text().splitlines()[0]
+    assert json.loads(first)["number"] != 12
+    other = tmp_path / "other.jsonl"
+    other.write_text(first + "\n")
+    out = tmp_path / "rows.jsonl"
+    argv = ["bench", "--engine", "sat", "--start", "12", "--count", "1"]
+    argv += ["--time-limit", "8", "--score", "--out", str(out), "--known", str(other)]
+    assert cli_main(argv) == 0
+    text = capsys.readouterr().out
+    assert "calibration: deal 12's last call" in text
+    assert "Against the known scores" not in text
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert 0 < record["calibration_s"] < 120
 
 
 def test_view_benchmark_writes_runs_that_merge_into_known_scores(tmp_path, capsys):
