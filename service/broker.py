@@ -30,7 +30,6 @@ from verifier.errors import PatienceError
 from verifier.registry import get_game
 from verifier.replay import replay
 from verifier.results import ProofResult, Question, Status
-from verifier.version import version
 from worker.celery_app import (
     BATCH_TASK,
     CERTIFY_TASK,
@@ -50,10 +49,14 @@ JOB_STATUSES = ("queued", "running", "done", "failed")
 PUBLISH_GRACE = 60.0
 #: Seconds the health check waits for workers to answer a ping.
 PING_TIMEOUT = 1.0
-#: Seconds a certificate job may wait unstarted before the API looks whether
-#: any worker consumes ``proofs`` at all (else the job counts as lost). A
-#: queue behind long proofs is waited out.
+#: Seconds a certificate job may stay pending (queued, or running) before
+#: the API looks whether anybody serves it (`_unserved`): a queue behind
+#: long proofs is waited out; once started, a job runs at most the hard
+#: limit of `worker.jobs.CERTIFICATE_SECONDS`, a small part of it.
 CERTIFICATE_WAIT = 600.0
+#: Seconds the second, longer look waits for workers to list their active
+#: jobs before a running job counts as lost (a loaded worker answers late).
+ACTIVE_TIMEOUT = 3.0
 #: Failures of a certificate job that were the machine's, not the claim's
 #: (``not_started`` and ``worker_gone`` come from `_unserved`): asking again
 #: starts a new job. Any other would fail the same way again, so it is
@@ -307,9 +310,11 @@ def certificate(service: Service, job_id: str) -> Submitted:
         and result.proven
         and certificates.encodes(game.name)
     ):
-        fields = ("game", "position", "result")  # what the worker reads
-        request = {"proof": record.id, **{name: value[name] for name in fields}}
-        job = CertificateJob.from_json(request, service.settings)
+        try:
+            job = CertificateJob.of_proof(record.id, value, service.settings)
+        except PatienceError as exc:  # a stored result no worker would take
+            message = f"no certificate: {exc.message}"
+            raise CertificateFailedError(message, code=exc.code) from None
         return _certificate_job(service, job)
     outcome = replay(game, state, game.parse_moves("\n".join(result.line)))
     body = {
@@ -338,15 +343,6 @@ def certificate(service: Service, job_id: str) -> Submitted:
     return Submitted(body, 200)
 
 
-def certificate_key(proof_id: str) -> str:
-    """Return the submission key of a proof's certificate job.
-
-    It names the installed version, like a proof's key: an upgraded encoding
-    is asked again rather than answered by the old one's refusal.
-    """
-    return f"certificate:{version()}:{proof_id}"
-
-
 def _certificate_job(service: Service, job: CertificateJob) -> Submitted:
     """Return the bundle of ``job`` if made, else queue it once; 202 meanwhile.
 
@@ -355,7 +351,7 @@ def _certificate_job(service: Service, job: CertificateJob) -> Submitted:
     is claimed, so a second request in between finds the first one's job
     instead of queueing its own.
     """
-    key = certificate_key(job.proof)
+    key = job.key
     earlier = _holder_record(service, key)
     if earlier is None:
         return _new_certificate_job(service, job, key)
@@ -386,27 +382,32 @@ def _holder_record(service: Service, key: str) -> JobRecord | None:
 def _unserved(
     service: Service, view: dict[str, Any], record: JobRecord
 ) -> dict[str, str] | None:
-    """Return the error of a job pending `CERTIFICATE_WAIT` with nobody to run it.
+    """Return the error of a job pending `CERTIFICATE_WAIT` with nobody on it.
 
-    Queued: no worker took it. Running: its worker died, and with none left
-    on ``proofs`` the message the broker redelivers is never taken either,
-    while the stored state stays "started". A job runs at most its hard
-    limit (75 s at most) and a live worker consumes ``proofs`` while it runs one, so
-    neither case is a job still under way: a worker finishing in its warm
-    shutdown, which no longer answers, is the only race, and it only makes
-    the job's outcome one nobody reads.
+    Queued, with no live worker consuming ``proofs``: nobody will take it
+    (one that does is only busy, and waited out). Running, but on no live
+    worker's list of active jobs: its worker died (the stored state stays
+    "started"; a worker restarted under the same name does not run it
+    either, and the broker hands the message back only after the
+    visibility timeout, an hour or more). A job that finished meanwhile
+    is not one: its outcome is read again. Only jobs older than the wait
+    pay for the broadcast, so fresh polls stay cheap.
     """
     pending = view["status"] in ("queued", "running")
     if not pending or time.time() - record.created <= CERTIFICATE_WAIT:
         return None
-    consumers = consumed_queues(service).values()
-    if any(PROOFS_QUEUE in queues for queues in consumers):
-        return None
-    nobody = f"no worker consumes the {PROOFS_QUEUE} queue"
     if view["status"] == "queued":
-        late = f"the certificate job waited {CERTIFICATE_WAIT:g} s, and {nobody}"
-        return _error("not_started", late)
-    return _error("worker_gone", f"the certificate job's worker is gone, and {nobody}")
+        consumers = consumed_queues(service).values()
+        if any(PROOFS_QUEUE in queues for queues in consumers):
+            return None
+        late = f"the certificate job waited {CERTIFICATE_WAIT:g} s, and no worker "
+        return _error("not_started", late + f"consumes the {PROOFS_QUEUE} queue")
+    for timeout in (PING_TIMEOUT, ACTIVE_TIMEOUT):
+        if record.id in active_jobs(service, timeout):
+            return None
+    if job_view(service, record)["status"] not in ("queued", "running"):
+        return None  # it ended while we looked: the caller asks again
+    return _error("worker_gone", "the certificate job's worker is gone")
 
 
 def _earlier_certificate(service: Service, key: str, record: JobRecord) -> Submitted:
@@ -447,6 +448,14 @@ def consumed_queues(service: Service) -> dict[str, list[str]]:
         inspect = service.celery.control.inspect(timeout=PING_TIMEOUT, connection=conn)
         replies = inspect.active_queues() or {}
     return {name: sorted(q["name"] for q in qs or []) for name, qs in replies.items()}
+
+
+def active_jobs(service: Service, timeout: float = PING_TIMEOUT) -> set[str]:
+    """Return the ids of the jobs live workers are running (one broadcast)."""
+    with service.celery.connection_for_write() as conn:
+        inspect = service.celery.control.inspect(timeout=timeout, connection=conn)
+        replies = inspect.active() or {}
+    return {task["id"] for tasks in replies.values() for task in tasks or []}
 
 
 def health(service: Service) -> tuple[dict[str, Any], bool]:

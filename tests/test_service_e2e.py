@@ -220,12 +220,14 @@ def test_a_certificate_job_lost_on_the_way_is_retried(api, wait_certificate):
     """A certificate job whose message never reached the queue (the API
     process died in between) is reported as the machine's failure, and
     asking again starts a new job, which then gets the claim's own answer."""
-    from service.broker import PUBLISH_GRACE, certificate_key
+    from service.broker import PUBLISH_GRACE
+    from worker.jobs import certificate_key, certificate_seconds
     from worker.store import JobRecord
 
-    store = api.application.extensions["patience"].store
+    patience = api.application.extensions["patience"]
+    store = patience.store
     proof = forged_dead_end(store)
-    key = certificate_key(proof)
+    key = certificate_key(proof, certificate_seconds(patience.settings))
     stale = JobRecord(
         uuid.uuid4().hex,
         "certificate",

@@ -44,14 +44,18 @@ def _certificate_request() -> dict:
 
 def test_a_certificate_job_fits_the_deployments_longest_job():
     """The visibility timeout is checked against ``max_job_seconds`` only, so
-    a certificate job is capped there too: else a deployment of short jobs
-    (and a short timeout) would deliver a slow certificate job twice."""
+    a certificate job is cut to fit it: else a deployment of short jobs (and
+    a short timeout) would deliver a slow certificate job twice. The message
+    carries the API's cap, so a worker configured wider keeps to it, and
+    the cap is in the key: a cap raised later is asked again."""
     wide = jobs.CertificateJob.from_json(_certificate_request(), SETTINGS)
     assert wide.budget == jobs.CERTIFICATE_SECONDS
     short = Settings(max_time_limit=2, max_job_seconds=6, visibility_timeout=15)
     job = jobs.CertificateJob.from_json(_certificate_request(), short)
     assert job.budget == 6 and hard_limit(job.budget) < short.visibility_timeout
-    assert job.to_json() == wide.to_json()  # the cap is the worker's, not the message's
+    assert jobs.CertificateJob.from_json(job.to_json(), SETTINGS).budget == 6
+    assert jobs.CertificateJob.from_json(wide.to_json(), short).budget == 6
+    assert job.key != wide.key and job.key.endswith(":6:" + "0" * 32)
 
 
 def test_a_time_limit_beyond_the_provers_own_is_refused():

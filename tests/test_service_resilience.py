@@ -181,61 +181,114 @@ def test_health_is_degraded_while_a_queue_has_no_consumer(fragile):
     assert body["queues"] == {"proofs": {"consumers": 0}, "batches": {"consumers": 1}}
 
 
-@needs_prover
-@pytest.mark.parametrize(
-    ("state", "code"), [("PENDING", "not_started"), ("STARTED", "worker_gone")]
-)
-def test_a_certificate_job_nobody_serves_fails_and_is_retried(fragile, state, code):
-    """A certificate job still pending past `CERTIFICATE_WAIT` while no live
-    worker consumes ``proofs`` (the one alive serves only ``batches``) is
-    reported as the machine's failure instead of a 202 for ever: never
-    taken (``PENDING``), or taken by a worker that died (``STARTED`` stays
-    in the result store). Its key is released, so asking again queues a new
-    job."""
+def _stale_certificate_job(patience: Any, job_id: str | None = None) -> str:
+    """Store a certificate job for a forged proof, pending since before
+    `CERTIFICATE_WAIT`, holding the proof's key; return the proof's id."""
     import uuid
 
     from service_helpers import forged_dead_end
 
-    from service.broker import CERTIFICATE_WAIT, certificate_key
-    from worker.celery_app import PROOFS_QUEUE
+    from service.broker import CERTIFICATE_WAIT
+    from worker.jobs import certificate_key, certificate_seconds
     from worker.store import JobRecord
 
-    client = fragile.app.test_client()
-    patience = fragile.app.extensions["patience"]
     proof = forged_dead_end(patience.store)
-    key = certificate_key(proof)
-    waited = time.time() - CERTIFICATE_WAIT - 1
+    seconds = certificate_seconds(patience.settings)
+    key = certificate_key(proof, seconds)
     stale = JobRecord(
-        uuid.uuid4().hex,
+        job_id or uuid.uuid4().hex,
         "certificate",
         {"proof": proof},
-        60.0,
+        seconds,
         key=key,
         queued=True,
-        created=waited,
+        created=time.time() - CERTIFICATE_WAIT - 1,
     )
     patience.store.save_job(stale)
     assert patience.store.claim_submission(key, stale.id) is None
+    return proof
+
+
+def _purge_proofs(patience: Any) -> None:
+    """Drop the messages queued on ``proofs`` (new jobs no test runs)."""
+    from worker.celery_app import PROOFS_QUEUE
+
+    with patience.celery.connection_for_write() as conn:
+        conn.default_channel.queue_purge(PROOFS_QUEUE)
+
+
+@pytest.mark.parametrize(
+    ("state", "queues", "code"),
+    [
+        ("PENDING", ("batches",), "not_started"),
+        ("STARTED", ("batches",), "worker_gone"),
+        ("STARTED", ("proofs", "batches"), "worker_gone"),
+    ],
+)
+def test_a_certificate_job_nobody_serves_fails_and_is_retried(
+    fragile, state, queues, code
+):
+    """A certificate job still pending past `CERTIFICATE_WAIT` is reported as
+    the machine's failure instead of a 202 for ever when nobody will run it:
+    never taken, and no live worker consumes ``proofs``; or taken by a
+    worker that died (``STARTED`` stays in the result store), which no live
+    worker runs, even one on ``proofs`` (a restart under the same name). Its
+    key is released, so asking again queues a new job."""
+    from worker.jobs import certificate_key, certificate_seconds
+
+    client = fragile.app.test_client()
+    patience = fragile.app.extensions["patience"]
+    proof = _stale_certificate_job(patience)
+    key = certificate_key(proof, certificate_seconds(patience.settings))
+    stale = patience.store.holder(key)
     if state == "STARTED":  # what the dead worker wrote when it took the job
-        patience.celery.backend.store_result(stale.id, None, state)
+        patience.celery.backend.store_result(stale, None, state)
     url = f"/v1/jobs/{proof}/certificate"
-    worker = fragile.start_worker(queues=("batches",))
+    worker = fragile.start_worker(queues=queues)
     try:
+        served = client.get("/v1/health").get_json()["queues"]
+        assert served["batches"]["consumers"] == 1  # the worker answers
         late = client.get(url)
         again = client.get(url)
     finally:
         worker.stop()
-        with patience.celery.connection_for_write() as conn:
-            conn.default_channel.queue_purge(PROOFS_QUEUE)  # the new job: no one runs
+        _purge_proofs(patience)
     assert late.status_code == 422, late.get_json()
     error = late.get_json()["error"]
-    assert error["code"] == code
-    assert "no worker consumes the proofs queue" in error["message"]
-    assert "ask again to retry" in error["message"]
+    assert error["code"] == code and "ask again to retry" in error["message"]
     assert again.status_code == 202
     fresh = again.get_json()
-    assert fresh["id"] != stale.id and fresh["status"] == "queued"
+    assert fresh["id"] != stale and fresh["status"] == "queued"
     assert patience.store.holder(key) == fresh["id"]
+
+
+@needs_prover
+def test_a_long_pending_certificate_job_that_is_served_is_waited_out(fragile):
+    """The other side: a queued job while a worker consumes ``proofs`` (it is
+    only busy), and a running job a live worker lists as active, stay 202
+    with their keys, however old. The running one is a real batch job, its
+    record given the certificate kind: what matters is that it runs."""
+    client = fragile.app.test_client()
+    patience = fragile.app.extensions["patience"]
+    worker = fragile.start_worker()
+    try:
+        queued = f"/v1/jobs/{_stale_certificate_job(patience)}/certificate"
+        body = {"time_limit": 2, "question": "score"}
+        body["items"] = [{"number": n} for n in (3, 33)]  # 2 s each: open
+        job = client.post("/v1/batches", json=body).get_json()
+        _wait_for(
+            lambda: client.get(job["links"]["self"]).get_json()["status"] == "running",
+            20,
+            "the batch never started",
+        )
+        running = f"/v1/jobs/{_stale_certificate_job(patience, job['id'])}/certificate"
+        replies = [client.get(running), client.get(queued)]  # while it runs
+    finally:
+        worker.stop()
+        _purge_proofs(patience)
+    for reply in replies:
+        assert reply.status_code == 202, reply.get_json()
+    assert [r.get_json()["status"] for r in replies] == ["running", "queued"]
 
 
 def test_redis_restart_is_reported_then_recovered(fragile):

@@ -204,12 +204,29 @@ def run_proof(job: ProofJob, answers: AnswerCache | None = None) -> dict[str, An
 
 
 # -- certificates of proven dead ends ------------------------------------------------
-CERTIFICATE_FIELDS = ("proof", "game", "position", "result")
+CERTIFICATE_FIELDS = ("proof", "game", "position", "result", "seconds")
 #: Seconds a worker spends on one DRAT certificate; a claim that takes longer
-#: is refused (``patience certify`` on the command line has no such cap). A
-#: deployment whose ``max_job_seconds`` is lower caps it there, as every job:
-#: the broker's visibility timeout is checked against that bound only.
+#: is refused (``patience certify`` on the command line has no such cap).
 CERTIFICATE_SECONDS = 60.0
+
+
+def certificate_seconds(settings: Settings) -> float:
+    """Return the certificate cap of a deployment: `CERTIFICATE_SECONDS`, or
+    ``max_job_seconds`` if lower. A certificate job is made by the API, never
+    submitted, so it cannot be refused for its size as a batch is; it is cut
+    to fit instead, because the broker's visibility timeout is checked
+    against ``max_job_seconds`` only (a longer job would be delivered twice)."""
+    return min(CERTIFICATE_SECONDS, settings.max_job_seconds)
+
+
+def certificate_key(proof_id: str, seconds: float) -> str:
+    """Return the submission key of a proof's certificate job.
+
+    It names the installed version, like a proof's key, and the cap: an
+    upgraded encoding, or a cap raised since, is asked again rather than
+    answered by the old refusal.
+    """
+    return f"certificate:{version()}:{seconds:g}:{proof_id}"
 
 
 @dataclass(frozen=True)
@@ -227,7 +244,18 @@ class CertificateJob:
     position: dict[str, Any]
     result: ProofResult
     start: Start = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
-    seconds: float = CERTIFICATE_SECONDS  # the cap, from the settings
+    seconds: float = CERTIFICATE_SECONDS  # the cap (`certificate_seconds`)
+
+    @classmethod
+    def of_proof(
+        cls, proof_id: str, value: Mapping[str, Any], settings: Settings
+    ) -> CertificateJob:
+        """Return the certificate job of a done proof job's ``value``, capped
+        by ``settings`` (the API's; the message carries the cap to the worker,
+        so a worker configured otherwise still fits the API's time limits)."""
+        request = {name: value[name] for name in ("game", "position", "result")}
+        request |= {"proof": proof_id, "seconds": certificate_seconds(settings)}
+        return cls.from_json(request, settings)
 
     @classmethod
     def from_json(cls, data: Any, settings: Settings) -> CertificateJob:
@@ -243,8 +271,9 @@ class CertificateJob:
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"'result' is not a proof result: {exc}") from None
         certificates.check_certifiable(game.name)
-        seconds = min(CERTIFICATE_SECONDS, settings.max_job_seconds)
-        return cls(proof, game.name, data["position"], result, start, seconds)
+        cap = certificate_seconds(settings)
+        seconds = get_number(data, "seconds", cap, 0.1, CERTIFICATE_SECONDS)
+        return cls(proof, game.name, data["position"], result, start, min(seconds, cap))
 
     def to_json(self) -> dict[str, Any]:
         """Return the request as the worker receives it."""
@@ -253,12 +282,18 @@ class CertificateJob:
             "game": self.game,
             "position": self.position,
             "result": self.result.to_json(),
+            "seconds": self.seconds,
         }
 
     @property
     def budget(self) -> float:
         """Return the seconds this job may take (before the margins)."""
         return self.seconds
+
+    @property
+    def key(self) -> str:
+        """Return the submission key: one certificate job per proof and cap."""
+        return certificate_key(self.proof, self.seconds)
 
 
 def run_certificate(job: CertificateJob) -> dict[str, Any]:

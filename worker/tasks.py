@@ -36,6 +36,12 @@ MAX_ATTEMPTS = 3
 REDIS_PATIENCE = 120.0
 
 
+class SupersededError(PatienceError):
+    """A certificate job the API replaced (or gave up on) before it ran."""
+
+    code = "superseded"
+
+
 def _settings(task: Task) -> Settings:
     return getattr(task.app.conf, "patience_settings", None) or Settings.from_env()
 
@@ -115,10 +121,20 @@ def prove(self: Task, request: dict[str, Any]) -> dict[str, Any]:
 
 @shared_task(bind=True, name=CERTIFY_TASK)
 def certify(self: Task, request: dict[str, Any]) -> dict[str, Any]:
-    """Make the DRAT certificate of a proven dead end."""
+    """Make the DRAT certificate of a proven dead end, unless superseded.
+
+    The API gives up on a job nobody ran in time and releases its key (a new
+    job takes it when asked again), and its revoke reaches only the workers
+    alive then. So a job whose key no longer names it is skipped here: its
+    answer would be read by nobody, after a minute of work.
+    """
 
     def work() -> dict[str, Any]:
         job = jobs.CertificateJob.from_json(request, _settings(self))
+        holder = _retrying(lambda: _store(self).holder(job.key))
+        if holder != self.request.id:
+            now = f"job {holder}" if holder else "no job (it was given up)"
+            raise SupersededError(f"the proof's certificate is now {now}")
         return jobs.run_certificate(job)
 
     return _once(self, work)
