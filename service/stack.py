@@ -58,6 +58,18 @@ def ignore_stops() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
+def guard(lifeline: Any, embedded: Any = None, worker: Any = None) -> None:
+    """Name an embedded Redis (its process, its directories) and a worker
+    (its process group) to ``lifeline`` (`service.lifeline.Lifeline`), so
+    that they are stopped even if their owner dies without a clean-up."""
+    if embedded is not None and embedded.pid:
+        lifeline.watch_process(embedded.pid)
+        for path in embedded.owned_paths():
+            lifeline.watch_path(path)
+    if worker is not None and worker.proc is not None:
+        lifeline.watch_group(worker.proc.pid)  # its own session: pgid == pid
+
+
 class WorkerProcess:
     """A ``patience worker`` child process (prefork pool)."""
 

@@ -146,24 +146,29 @@ def connect(workers: int, log: IO[bytes] | None = None) -> Iterator[Connection]:
         yield Connection(service, "external", lambda: worker_processes(service))
         return
     from service.embedded import EmbeddedRedis
-    from service.stack import WorkerProcess
+    from service.lifeline import Lifeline
+    from service.stack import WorkerProcess, guard
 
     if workers < 1:
         raise InputError("--workers must be at least 1")
     embedded = EmbeddedRedis()
     worker = None
+    lifeline = Lifeline().start()  # stops the stack if this process is SIGKILLed
     try:
         settings = _settings({**os.environ, "REDIS_URL": embedded.start()})
+        guard(lifeline, embedded)
         service = service_for(settings)
         worker = WorkerProcess(
             settings.to_env(), workers, log=log, loglevel="WARNING"
         ).start()
+        guard(lifeline, worker=worker)
         worker.wait_ready(service.celery, timeout=60)
         yield Connection(service, "embedded", lambda: workers)
     finally:
         if worker:
             worker.stop(timeout=2.0)  # an interrupted chunk was salvaged already
         embedded.close()
+        lifeline.release()
 
 
 # -- running ----------------------------------------------------------------

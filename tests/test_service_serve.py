@@ -11,15 +11,15 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import psutil
 import pytest
+from service_helpers import start_serve
 
 from service.cli import main
-from service.embedded import free_port
 
 
 def _get(url: str) -> tuple[int, dict]:
@@ -37,49 +37,59 @@ def _running(pid: int) -> bool:
         return False
 
 
-def _as_a_background_job() -> None:
-    """Start the child as a shell without job control starts ``cmd &``:
-    with SIGINT ignored (Python then keeps it ignored unless told)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _start_serve(tmp_path) -> tuple[subprocess.Popen, int, list[int], str]:
+    """Start ``patience serve`` as a background job; return it, its port, the
+    processes it started (worker, pool child, redis-server, lifeline) and its
+    output once it is up."""
+    proc, port = start_serve(tmp_path / "serve.out", background=True)
+    text = (tmp_path / "serve.out").read_text()
+    redis_port = int(re.search(r"redis://127\.0\.0\.1:(\d+)/0", text).group(1))
+    started = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+    started += [
+        c.pid
+        for c in psutil.process_iter(["cmdline"])
+        if f"127.0.0.1:{redis_port}" in " ".join(c.info["cmdline"] or [])
+    ]
+    assert len(started) >= 4  # worker, its pool child, lifeline, redis-server
+    return proc, port, started, text
+
+
+def _gone_within(pids: list[int], seconds: float) -> list[int]:
+    """Return the processes of ``pids`` still running after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while (alive := [pid for pid in pids if _running(pid)]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    return alive
 
 
 def test_serve_starts_everything_and_ctrl_c_stops_everything(tmp_path):
     """Also when started in the background: Ctrl-C must still stop it."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-    out = open(tmp_path / "serve.out", "w+")  # noqa: SIM115
-    command = [sys.executable, "-m", "service.cli", "serve", "--port", str(port)]
-    proc = subprocess.Popen(
-        [*command, "--concurrency", "1"],
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=_as_a_background_job,
-    )
+    proc, port, started, _ = _start_serve(tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while "Ctrl-C stops everything" not in (tmp_path / "serve.out").read_text():
-            assert proc.poll() is None, (tmp_path / "serve.out").read_text()
-            assert time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.2)
-        text = (tmp_path / "serve.out").read_text()
-        redis_port = int(re.search(r"redis://127\.0\.0\.1:(\d+)/0", text).group(1))
         status, health = _get(f"http://127.0.0.1:{port}/v1/health")
         assert status == 200 and health["workers"]["count"] == 1
-        started = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-        started += [
-            c.pid
-            for c in psutil.process_iter(["cmdline"])
-            if f"127.0.0.1:{redis_port}" in " ".join(c.info["cmdline"] or [])
-        ]
-        assert len(started) >= 3  # worker, its pool child, redis-server
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0
-        out.close()
-    time.sleep(0.2)
-    assert [pid for pid in started if _running(pid)] == []
+    assert _gone_within(started, 2) == []
+
+
+def test_serve_killed_with_sigkill_leaves_nothing_running(tmp_path):
+    """No handler runs on SIGKILL: the lifeline sees its pipe close and stops
+    the worker (its own session) and the daemonized Redis, and deletes the
+    embedded Redis's directories."""
+    proc, _, started, _ = _start_serve(tmp_path)
+    redis = [pid for pid in started if "redis-server" in psutil.Process(pid).name()]
+    (server,) = redis
+    files = [Path(f.path).parent for f in psutil.Process(server).open_files()]
+    files = [path for path in files if "patience-redis-" in str(path)]
+    assert files, "the embedded Redis keeps its data in a directory of its own"
+    proc.kill()
+    proc.wait(timeout=10)
+    assert _gone_within(started, 30) == []
+    assert not any(path.exists() for path in files)
 
 
 def test_worker_without_redis_url_is_a_usage_error(monkeypatch, capsys):
@@ -138,3 +148,45 @@ def test_sighup_stays_ignored_under_nohup():
             assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGHUP, before)
+
+
+def test_lifeline_reads_its_targets_in_order_and_done_releases_them():
+    from service.lifeline import read_targets
+
+    lines = ["process 5\n", "group 7\n", "path /tmp/x\n", "forget 5\n", "bogus\n"]
+    assert read_targets(lines) == [("group", "7"), ("path", "/tmp/x")]
+    assert read_targets(["group 7\n", "done\n", "process 9\n"]) is None
+
+
+def _sleeper() -> subprocess.Popen:
+    return subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+
+def test_a_lifeline_whose_owner_goes_stops_the_targets_and_one_released_does_not(
+    tmp_path,
+):
+    """Its pipe closing without ``done`` is what the owner's death looks like
+    from the other end: the watched group is stopped, the directory deleted.
+    After ``done`` nothing is touched."""
+    from service.lifeline import Lifeline
+
+    doomed, spared = _sleeper(), _sleeper()
+    leftover = tmp_path / "leftover"
+    leftover.mkdir()
+    try:
+        lifeline = Lifeline().start()
+        lifeline.watch_group(doomed.pid)
+        lifeline.watch_path(leftover)
+        lifeline.proc.stdin.close()  # as if the owner died
+        assert lifeline.proc.wait(timeout=15) == 0
+        assert doomed.wait(timeout=5) == -signal.SIGTERM
+        assert not leftover.exists()
+
+        released = Lifeline().start()
+        released.watch_process(spared.pid)
+        released.release()
+        assert spared.poll() is None
+    finally:
+        for proc in (doomed, spared):
+            proc.kill()
+            proc.wait()

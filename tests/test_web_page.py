@@ -12,9 +12,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -22,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from service_helpers import start_serve
 
 from patience_encodings import certificates
 from patience_encodings.engines import engines_for
 from service.app import create_app
-from service.embedded import free_port
 from verifier import devils_grip as dg
 from verifier.devils_grip_construct import construct
 from verifier.registry import GAMES
@@ -104,27 +101,12 @@ browser_test = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``patience serve`` (embedded Redis, one worker); yield its URL."""
-    port = free_port()
-    out_path = tmp_path_factory.mktemp("serve") / "serve.out"
-    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-    command = [sys.executable, "-m", "service.cli", "serve", "--port", str(port)]
-    with open(out_path, "w") as out:
-        proc = subprocess.Popen(
-            [*command, "--concurrency", "1"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while "Ctrl-C stops everything" not in out_path.read_text():
-                assert proc.poll() is None, out_path.read_text()
-                assert time.monotonic() < deadline, "serve did not come up"
-                time.sleep(0.2)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=30)
+    proc, port = start_serve(tmp_path_factory.mktemp("serve") / "serve.out")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
