@@ -250,3 +250,25 @@ def test_a_certificate_job_lost_on_the_way_is_retried(api, wait_certificate):
     reply = wait_certificate(api, url)
     assert reply.status_code == 422
     assert reply.get_json()["error"]["code"] == "bad_input"
+
+
+@needs_prover
+def test_a_certificate_job_whose_key_names_another_is_skipped(api, wait_job):
+    """A job the API gave up on (its key released, or taken by a newer job)
+    that reaches a worker later is not run: nobody would read its answer."""
+    from service.broker import _enqueue
+    from worker.celery_app import CERTIFY_TASK
+    from worker.jobs import CertificateJob
+    from worker.store import JobRecord
+
+    patience = api.application.extensions["patience"]
+    proof = forged_dead_end(patience.store)
+    value = patience.store.get_outcome(proof)["value"]
+    job = CertificateJob.of_proof(proof, value, patience.settings)
+    newer = uuid.uuid4().hex
+    assert patience.store.claim_submission(job.key, newer) is None
+    record = JobRecord(uuid.uuid4().hex, "certificate", job.to_json(), job.budget)
+    submitted = _enqueue(patience, record, CERTIFY_TASK)
+    view = wait_job(api, submitted.view["links"]["self"])
+    assert view["status"] == "failed"
+    assert view["error"]["code"] == "superseded" and newer in view["error"]["message"]
