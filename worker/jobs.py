@@ -244,7 +244,8 @@ class CertificateJob:
     position: dict[str, Any]
     result: ProofResult
     start: Start = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
-    seconds: float = CERTIFICATE_SECONDS  # the cap (`certificate_seconds`)
+    seconds: float = CERTIFICATE_SECONDS  # the API's cap: the message's, the key's
+    limit: float = CERTIFICATE_SECONDS  # the run's: ``seconds``, or this worker's cap
 
     @classmethod
     def of_proof(
@@ -273,7 +274,8 @@ class CertificateJob:
         certificates.check_certifiable(game.name)
         cap = certificate_seconds(settings)
         seconds = get_number(data, "seconds", cap, 0.1, CERTIFICATE_SECONDS)
-        return cls(proof, game.name, data["position"], result, start, min(seconds, cap))
+        limit = min(seconds, cap)
+        return cls(proof, game.name, data["position"], result, start, seconds, limit)
 
     def to_json(self) -> dict[str, Any]:
         """Return the request as the worker receives it."""
@@ -288,11 +290,16 @@ class CertificateJob:
     @property
     def budget(self) -> float:
         """Return the seconds this job may take (before the margins)."""
-        return self.seconds
+        return self.limit
 
     @property
     def key(self) -> str:
-        """Return the submission key: one certificate job per proof and cap."""
+        """Return the submission key: one certificate job per proof and cap.
+
+        The API's cap, as the message carries it: a worker configured with a
+        lower one must still find the key the API wrote, or it would take
+        every job for superseded.
+        """
         return certificate_key(self.proof, self.seconds)
 
 
@@ -303,7 +310,7 @@ def run_certificate(job: CertificateJob) -> dict[str, Any]:
     cannot be interrupted), so a hard claim ends as a clear refusal rather
     than a worker stuck past its time limit.
     """
-    return certificates.certify_within(job.start, job.result, job.seconds)
+    return certificates.certify_within(job.start, job.result, job.limit)
 
 
 # -- guaranteed-winnable deals -------------------------------------------------------
