@@ -9,11 +9,20 @@ states map onto them here and nowhere else. A job record is written before
 its message is published, and removed again if publishing fails, so a client
 that got a job id always has a job that will run, and one that got a 503 has
 nothing half-submitted.
+
+The broker can still lose a published message: the Redis transport delivers
+in two steps (a worker's BRPOP takes it off the queue, a second command files
+it as unacknowledged), and a Redis crash in between loses it. So a job still
+queued after ``lost_after`` seconds has its message looked for when polled,
+and is published again if it is nowhere (`_recover_if_lost`); running it
+twice is harmless, as the first outcome stored is the answer
+(`worker.tasks._once`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -23,6 +32,7 @@ from typing import Any
 import redis
 from celery import Celery
 from kombu.exceptions import OperationalError
+from kombu.transport.redis import Channel as RedisChannel
 
 from patience_encodings import certificates
 from patience_encodings.engines import settles
@@ -34,6 +44,7 @@ from worker.celery_app import (
     BATCH_TASK,
     CERTIFY_TASK,
     DEALS_TASK,
+    KIND_TASKS,
     PROOFS_QUEUE,
     PROVE_TASK,
     QUEUES,
@@ -42,6 +53,8 @@ from worker.celery_app import (
 from worker.jobs import BatchJob, CertificateJob, DealsJob, ProofJob
 from worker.settings import Settings, hard_limit, soft_limit
 from worker.store import JobRecord, Store
+
+log = logging.getLogger(__name__)
 
 JOB_STATUSES = ("queued", "running", "done", "failed")
 #: Seconds a record may wait for its message to be published before the job
@@ -57,6 +70,37 @@ CERTIFICATE_WAIT = 600.0
 #: Seconds the second, longer look waits for workers to list their active
 #: jobs before a running job counts as lost (a loaded worker answers late).
 ACTIVE_TIMEOUT = 3.0
+#: Seconds between the two looks for a queued job's message: a worker's BRPOP
+#: and its filing of the message as unacknowledged are microseconds apart, so
+#: a message missing at both looks is lost, not in flight.
+LOST_RECHECK = 0.75
+#: Seconds during which a job's message is looked for at most once, whoever
+#: polls it (`worker.store.Store.claim_lost_check`).
+LOST_CHECK_EVERY = 5.0
+#: Queue entries the search script reads per LRANGE.
+LOST_SCAN_CHUNK = 200
+#: Return 1 if a broker key holds an entry containing ARGV[1] (a job id, in
+#: plain text in every message's headers), else 0. KEYS: the queue's lists,
+#: then the unacked hash. Lists are walked from the consuming end, where an
+#: old job waits, in chunks of ARGV[2]; in Redis, so nothing moves meanwhile.
+FIND_MESSAGE = """
+local id, chunk = ARGV[1], tonumber(ARGV[2])
+for i = 1, #KEYS - 1 do
+  local stop = -1
+  while true do
+    local items = redis.call('LRANGE', KEYS[i], stop - chunk + 1, stop)
+    for j = #items, 1, -1 do
+      if string.find(items[j], id, 1, true) then return 1 end
+    end
+    if #items < chunk then break end
+    stop = stop - chunk
+  end
+end
+for _, value in ipairs(redis.call('HVALS', KEYS[#KEYS])) do
+  if string.find(value, id, 1, true) then return 1 end
+end
+return 0
+"""
 #: Failures of a certificate job that were the machine's, not the claim's
 #: (``not_started`` and ``worker_gone`` come from `_unserved`): asking again
 #: starts a new job. Any other would fail the same way again, so it is
@@ -164,20 +208,25 @@ def _reusable(view: dict[str, Any], record: JobRecord, job: ProofJob) -> bool:
 def _enqueue(service: Service, record: JobRecord, task: str) -> Submitted:
     service.store.save_job(record)
     try:
-        service.celery.send_task(
-            task,
-            args=[record.request],
-            task_id=record.id,
-            queue=ROUTES[task],
-            soft_time_limit=soft_limit(record.budget),
-            time_limit=hard_limit(record.budget),
-        )
+        _publish(service, record, task)
     except (OperationalError, redis.RedisError, OSError):
         _forget(service.store, record)
         raise
     record = replace(record, queued=True)
     service.store.save_job(record)
     return Submitted(job_view(service, record), 202)
+
+
+def _publish(service: Service, record: JobRecord, task: str) -> None:
+    """Send ``record``'s message; the job id is the task id."""
+    service.celery.send_task(
+        task,
+        args=[record.request],
+        task_id=record.id,
+        queue=ROUTES[task],
+        soft_time_limit=soft_limit(record.budget),
+        time_limit=hard_limit(record.budget),
+    )
 
 
 def _forget(store: Store, record: JobRecord) -> None:
@@ -207,6 +256,8 @@ def job_view(service: Service, record: JobRecord) -> dict[str, Any]:
         status, progress, result, error = _from_outcome(outcome)
     else:
         status, progress, result, error = _celery_status(service.celery, record)
+        if status == "queued":
+            _recover_if_lost(service, record)
     if status == "done" and record.kind in ("batch", "deals"):
         total = result["total"] if record.kind == "batch" else len(result["deals"])
         progress = {"done": total, "total": total}
@@ -279,6 +330,74 @@ def _failure(info: Any) -> dict[str, str]:
 
 def _error(code: str, message: str) -> dict[str, str]:
     return {"code": code, "message": message}
+
+
+# -- lost messages ----------------------------------------------------------------
+def _recover_if_lost(service: Service, record: JobRecord) -> None:
+    """Publish a job queued for `Settings.lost_after` again if its message is gone.
+
+    A Redis crash between a worker's BRPOP and its filing of the message as
+    unacknowledged loses the message, and nothing else would ever run the
+    job. Only jobs older than ``lost_after`` are looked at, each at most once
+    per `LOST_CHECK_EVERY` seconds, so fresh polls stay cheap. Redis failing
+    here must not fail the poll: the next one looks again.
+    """
+    if not record.queued:
+        return  # never published: `_celery_status` reports it after the grace
+    if time.time() - record.created <= service.settings.lost_after:
+        return
+    with contextlib.suppress(OperationalError, redis.RedisError, OSError):
+        if service.store.claim_lost_check(record.id, LOST_CHECK_EVERY):
+            if _message_lost(service, record):
+                _republish(service, record)
+
+
+def _message_lost(service: Service, record: JobRecord) -> bool:
+    """Return whether the job's message is missing twice, the job still pending.
+
+    Two looks `LOST_RECHECK` apart, so a message between BRPOP and the
+    unacked hash is not taken for lost; then the job's state once more, as
+    a job that ended (and was acknowledged) meanwhile has no message either.
+    """
+    if _message_exists(service, record):
+        return False
+    time.sleep(LOST_RECHECK)
+    if _message_exists(service, record):
+        return False
+    pending = service.celery.AsyncResult(record.id).state == "PENDING"
+    return pending and service.store.get_outcome(record.id) is None
+
+
+def _message_exists(service: Service, record: JobRecord) -> bool:
+    """Return whether the broker holds the job's message, queued or unacked."""
+    keys = [*_queue_lists(ROUTES[KIND_TASKS[record.kind]]), RedisChannel.unacked_key]
+    found = service.store.client.eval(
+        FIND_MESSAGE, len(keys), *keys, record.id, LOST_SCAN_CHUNK
+    )
+    return bool(found)
+
+
+def _queue_lists(queue: str) -> list[str]:
+    """Return the Redis lists of ``queue``, one per priority step (kombu's
+    ``Channel._q_for_pri``: step 0 is the queue's own name)."""
+    sep = RedisChannel.sep
+    return [f"{queue}{sep}{p}" if p else queue for p in RedisChannel.priority_steps]
+
+
+def _republish(service: Service, record: JobRecord) -> None:
+    """Publish the job's message again, as `_enqueue` did, and count it."""
+    current = service.store.get_job(record.id)
+    if current is None:
+        return  # expired meanwhile: nobody waits for it
+    _publish(service, current, KIND_TASKS[current.kind])
+    current = replace(current, republished=current.republished + 1)
+    service.store.save_job(current)
+    log.warning(
+        "job %s (%s): its message was lost from the broker; published again (%d)",
+        current.id,
+        current.kind,
+        current.republished,
+    )
 
 
 # -- certificates ----------------------------------------------------------------

@@ -9,6 +9,7 @@ must exceed the longest job (`worker.settings.Settings`).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ FRAGILE_ENV = {
     "PATIENCE_MAX_JOB_SECONDS": "6",
     "PATIENCE_VISIBILITY_TIMEOUT": "15",
     "PATIENCE_RESTORE_INTERVAL": "1",
+    "PATIENCE_LOST_AFTER": "2",
 }
 
 
@@ -289,6 +291,95 @@ def test_a_long_pending_certificate_job_that_is_served_is_waited_out(fragile):
     for reply in replies:
         assert reply.status_code == 202, reply.get_json()
     assert [r.get_json()["status"] for r in replies] == ["running", "queued"]
+
+
+def _copies(redis_client: Any, queue: str, job_id: str) -> int:
+    """Return how many entries of ``queue``'s list (or the unacked hash) hold
+    the message of ``job_id``."""
+    queued = redis_client.lrange(queue, 0, -1)
+    unacked = redis_client.hvals("unacked")
+    return sum(job_id in entry for entry in queued + unacked)
+
+
+def _deals_won(view: dict[str, Any]) -> bool:
+    """Return whether every deal of a done deals job replays to a win."""
+    for item in view["result"]["deals"]:
+        deal = dg.deal_from_list(item["deal"])
+        line = dg.parse_moves("\n".join(item["line"]))
+        if not replay(dg.GAME, dg.initial_state(deal), line).won:
+            return False
+    return True
+
+
+def test_a_lost_message_is_published_again_once(fragile):
+    """A Redis crash between a worker's BRPOP and its write of the message
+    to the unacked hash leaves a job queued with its message nowhere. Polls
+    past ``lost_after`` find it missing and publish it again, once; a job
+    whose message only waits in the queue is not published twice."""
+    from service.broker import LOST_CHECK_EVERY
+    from worker.celery_app import BATCHES_QUEUE
+
+    client = fragile.app.test_client()
+    patience = fragile.app.extensions["patience"]
+    redis_client = patience.store.client
+    lost = client.post("/v1/deals", json={"count": 1, "seed": 3}).get_json()
+    kept = client.post("/v1/deals", json={"count": 1, "seed": 4}).get_json()
+    for entry in redis_client.lrange(BATCHES_QUEUE, 0, -1):
+        if lost["id"] in entry:  # what the crash leaves: taken, never filed
+            redis_client.lrem(BATCHES_QUEUE, 0, entry)
+    assert _copies(redis_client, BATCHES_QUEUE, lost["id"]) == 0
+    assert _copies(redis_client, BATCHES_QUEUE, kept["id"]) == 1
+
+    lost_after = patience.settings.lost_after
+    until = time.monotonic() + lost_after + 2 * LOST_CHECK_EVERY + 1
+    while time.monotonic() < until:  # two checks of each job at least
+        for job in (lost, kept):
+            assert client.get(job["links"]["self"]).get_json()["status"] == "queued"
+        time.sleep(0.1)
+    assert _copies(redis_client, BATCHES_QUEUE, lost["id"]) == 1
+    assert _copies(redis_client, BATCHES_QUEUE, kept["id"]) == 1
+    assert patience.store.get_job(lost["id"]).republished == 1
+    assert patience.store.get_job(kept["id"]).republished == 0
+
+    worker = fragile.start_worker()
+    try:
+        views = [_wait(client, job["links"]["self"], 60) for job in (lost, kept)]
+    finally:
+        worker.stop()
+    for view in views:
+        assert view["status"] == "done", view
+        assert _deals_won(view)
+
+
+def test_a_restore_lock_left_by_a_crash_holds_up_redelivery_briefly(fragile):
+    """A worker restoring unacknowledged messages holds a lock in Redis; a
+    crash while it is held leaves the lock until it expires, kombu's default
+    being 5 minutes. The worker's transport holds it a few seconds instead,
+    so a message a dead worker took is redelivered soon after all."""
+    from worker.celery_app import BATCHES_QUEUE, make_celery
+
+    client = fragile.app.test_client()
+    patience = fragile.app.extensions["patience"]
+    redis_client = patience.store.client
+    with make_celery(patience.settings).connection_for_write() as conn:
+        expire = conn.default_channel.unacked_mutex_expire
+    assert expire == 5  # restore interval 1 s: five sweeps
+    job = client.post("/v1/deals", json={"count": 1, "seed": 7}).get_json()
+    raw = redis_client.rpop(BATCHES_QUEUE)  # as a worker that died took it
+    assert job["id"] in raw
+    delivered = time.time() - patience.settings.visibility_timeout - 1
+    # What kombu's QoS.append writes: payload, exchange, routing key.
+    entry = [json.loads(raw), BATCHES_QUEUE, BATCHES_QUEUE]
+    redis_client.hset("unacked", "tag-1", json.dumps(entry))
+    redis_client.zadd("unacked_index", {"tag-1": delivered})
+    redis_client.set("unacked_mutex", "crashed", ex=expire)  # a sweep died
+    worker = fragile.start_worker()
+    try:
+        view = _wait(client, job["links"]["self"], 60)
+    finally:
+        worker.stop()
+    assert view["status"] == "done", view  # within 60 s, not after 300
+    assert patience.store.get_job(job["id"]).republished == 0
 
 
 def test_redis_restart_is_reported_then_recovered(fragile):

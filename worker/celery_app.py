@@ -13,6 +13,7 @@ processes. Soft time limits (SIGUSR1) also need prefork.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from celery import Celery
@@ -36,10 +37,33 @@ ROUTES = {
     DEALS_TASK: BATCHES_QUEUE,
     BATCH_TASK: BATCHES_QUEUE,
 }
+#: The task of each kind of job record (`worker.store.JobRecord.kind`), so the
+#: API can publish a job again from its record alone.
+KIND_TASKS = {
+    "proof": PROVE_TASK,
+    "certificate": CERTIFY_TASK,
+    "deals": DEALS_TASK,
+    "batch": BATCH_TASK,
+}
 
 #: Socket timeouts (seconds): a dead Redis must fail fast, not hang a request.
 SOCKET_TIMEOUT = 5.0
 CONNECT_TIMEOUT = 2.0
+
+
+def unacked_mutex_expire(settings: Settings) -> int:
+    """Return the seconds the broker's restore lock may be held.
+
+    A worker sweeping for messages to redeliver holds a lock in Redis while
+    it does; a crash (of Redis, or of the worker) while it is held leaves it
+    until it expires, and no message is redelivered meanwhile: kombu's
+    default is 5 minutes. A sweep restores a handful of messages, well within
+    a few seconds, and two sweeps overlapping after an early expiry do no
+    harm (each message is moved back in a transaction that watches the
+    unacked hash, so only one of them moves it). So: five sweep intervals,
+    at least 5 s, at most kombu's 300 s.
+    """
+    return min(300, max(5, math.ceil(5 * settings.restore_interval)))
 
 
 def celery_config(settings: Settings, role: str = "worker") -> dict[str, Any]:
@@ -48,6 +72,7 @@ def celery_config(settings: Settings, role: str = "worker") -> dict[str, Any]:
         "visibility_timeout": settings.visibility_timeout,
         "unacked_restore_interval": settings.restore_interval,
         "unacked_restore_throttle": 1,
+        "unacked_mutex_expire": unacked_mutex_expire(settings),
         "socket_timeout": SOCKET_TIMEOUT,
         "socket_connect_timeout": CONNECT_TIMEOUT,
     }

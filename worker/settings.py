@@ -10,6 +10,14 @@ worker has taken but not acknowledged (``acks_late``) goes back to the queue
 only ``visibility_timeout`` seconds after delivery. That is how the job of a
 ``kill -9``-ed worker is redelivered; it is also why the timeout must exceed
 the longest job, or a healthy but slow job would be run a second time.
+
+Why ``lost_after`` exists: the Redis transport does not deliver atomically.
+A worker's BRPOP takes the message off the queue, and only a second command
+files it among the unacknowledged ones; a Redis crash in between loses it,
+and the job would wait as "queued" for ever. So a job still queued after
+``lost_after`` seconds has its message looked for when it is polled, and is
+published again if it is nowhere (`service.broker`); a message that is only
+waiting its turn is found and left alone.
 """
 
 from __future__ import annotations
@@ -54,6 +62,9 @@ class Settings:
     visibility_timeout: float = 0.0
     #: Seconds between the broker's sweeps for messages to redeliver.
     restore_interval: float = 10.0
+    #: Seconds a queued job waits before a poll looks whether its message
+    #: still exists, and publishes it again if not (see the module docstring).
+    lost_after: float = 30.0
     #: Seconds a job's record and result are kept.
     result_expires: int = 86400
     #: Seconds a settled answer is kept for identical submissions.
@@ -63,6 +74,8 @@ class Settings:
         if not self.visibility_timeout:
             derived = math.ceil(hard_limit(self.max_job_seconds) + 300)
             object.__setattr__(self, "visibility_timeout", float(derived))
+        if self.lost_after <= 0:
+            raise ValueError("lost_after must be positive")
         if self.max_time_limit > self.max_job_seconds:
             raise ValueError("max_time_limit cannot exceed max_job_seconds")
         if self.max_time_limit > MAX_TIME_LIMIT:

@@ -20,6 +20,10 @@
   for ever (`worker.tasks.MAX_ATTEMPTS`).
 - ``patience:answer:<key>``: a settled answer, which a worker reuses (after
   replaying it) for identical proofs, in batches too.
+- ``patience:lost-check:<id>``: set for a few seconds while (and after) the
+  API looks whether a long-queued job's message still exists, so polls of
+  that job, from any API process, look at most once in that time
+  (`service.broker`).
 
 Everything expires: records and submissions with the results
 (``result_expires``), answers after ``answer_ttl``.
@@ -52,6 +56,7 @@ class JobRecord:
     key: str | None = None
     created: float = field(default_factory=time.time)
     queued: bool = False  # set once the broker has taken the message
+    republished: int = 0  # times the API published it again (message lost)
 
 
 class Store:
@@ -92,6 +97,14 @@ class Store:
         self.client.delete(_job(record.id))
         if record.key:
             self.release_submission(record.key, record.id)
+
+    def claim_lost_check(self, job_id: str, seconds: float) -> bool:
+        """Return whether nobody looked for ``job_id``'s message in ``seconds``.
+
+        A true answer is a claim: other calls get false for ``seconds``.
+        """
+        name = _lost_check(job_id)
+        return bool(self.client.set(name, 1, nx=True, px=int(seconds * 1000)))
 
     # -- identical submissions ---------------------------------------------------------
     def claim_submission(self, key: str, job_id: str) -> str | None:
@@ -182,6 +195,10 @@ def _outcome(job_id: str) -> str:
 
 def _attempts(job_id: str) -> str:
     return f"{PREFIX}attempts:{job_id}"
+
+
+def _lost_check(job_id: str) -> str:
+    return f"{PREFIX}lost-check:{job_id}"
 
 
 def _answer(key: str) -> str:
