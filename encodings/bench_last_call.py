@@ -31,11 +31,12 @@ SOLVERS = ("g4", "g3", "m22", "mc")
 
 
 def timed_last_call(
-    number: int, best: int, limit: float, solver: str
+    number: int, best: int, limit: float, solver: str, *, cells: bool = True
 ) -> tuple[str, str]:
     """Return (seconds or "over LIMIT s", conflicts) of "below ``best``" on deal
-    ``number``; raise if a line below the best score turns up."""
-    call = last_call(number, best, limit, solver)
+    ``number``; raise if a line below the best score turns up. ``cells=False``
+    leaves the cells' count out (`build_encoding`), for a before-and-after."""
+    call = last_call(number, best, limit, solver, cells=cells)
     if call.answer:
         raise AssertionError(f"deal {number}: a line below its best score {best}")
     seconds = f"{call.solve:.1f} s" if call.answer is False else f"over {limit:g} s"
@@ -50,6 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds")
     parser.add_argument("--solver", choices=SOLVERS, default="g4")
     parser.add_argument("--known", default=str(known_scores.SHIPPED))
+    parser.add_argument(
+        "--no-cells",
+        action="store_true",
+        help="the formula without the cells' count (Encoding.encode_cells)",
+    )
     args = parser.parse_args(argv)
     known = known_scores.load(Path(args.known))
     print("| deal | best score | seconds | conflicts |")
@@ -60,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"| {number} | unknown | — | — |", flush=True)
             continue
         seconds, conflicts = timed_last_call(
-            number, entry.upper, args.time_limit, args.solver
+            number, entry.upper, args.time_limit, args.solver, cells=not args.no_cells
         )
         print(f"| {number} | {entry.upper} | {seconds} | {conflicts} |", flush=True)
     return 0

@@ -1,8 +1,8 @@
 """Better Devil's Grip lines by re-solving windows of the stock (LNS).
 
 Why: a best score is proven when a line meets a proven lower bound, and on
-whole deals asking CaDiCaL for "at most best - 1" over the whole score formula
-(the old descent) rarely answers in time. A line's *event pattern* -- which
+whole deals asking a SAT solver for "at most best - 1" over the whole score
+formula (the old descent) rarely answers in time. A line's *event pattern* -- which
 slots the stock pointer visits and whether each ends with a merge or a deal
 -- fixes most of the line. With the pattern fixed outside a window of slots
 and free inside it, "one card fewer" is a small question: UNSAT in

@@ -122,8 +122,9 @@ GRID, TALON, STOCK = "grid", "talon", "stock"
 
 #: `Encoding.encode_merge_count` ties the two counts at every third slot.
 MERGE_COUNT_STRIDE = 3
-#: The certificate's name for this encoding's clauses (2: with the merge count).
-ENCODING_VERSION = "2"
+#: The certificate's name for this encoding's clauses (2: with the merge count,
+#: 3: with the cells' count).
+ENCODING_VERSION = "3"
 
 
 # -- the position, as pieces -------------------------------------------------------
@@ -775,6 +776,76 @@ class Encoding:
                 else:
                     self.add(-counts[t][j - 1])
 
+    def encode_cells(self) -> None:
+        """Implied: every cell ends holding one stack, so it has one bottom.
+
+        Let ``c`` be the number of non-empty cells at the start. While the
+        stock lasts no cell is empty (a merge empties one and refills it at
+        once), and the lines the formula describes make no merge once it is
+        exhausted (they drop those merges, and swaps: see "Completeness" in
+        the module docstring; a real line may end with fewer stacks), so
+        every model ends with ``c`` stacks. A stack's bottom is a piece in
+        the grid that rests on nothing: a base card in the grid (at the
+        bottom of its cell from the start, or drawn), or a non-base piece at
+        the bottom of its cell from the start, or drawn, and never linked;
+        and each such piece is a bottom. So on every model
+
+            #{base x : drawn(x)} + #{non-base x : drawn(x) & ~B_x,hi} = c
+
+        over the grid pieces that rest on nothing and the stock cards. On a
+        deal (24 cells, 24 base cards, an empty talon) it reads: as many
+        stacks end without their base card as base cards stay on the talon.
+        A base card dealt to the talon thus leaves some stack with an
+        unlinked bottom, which the score's count of unlinked pieces sees at
+        once; without this count the solver sees it only as a pigeonhole
+        over the cells, case by case. It follows by arithmetic from the
+        one-to-one matching of merge slots and merged pieces in
+        `encode_merges` (``c`` bottoms at the start; each merge draws one
+        piece and links one), which propagation does not do.
+
+        One exact totalizer (`_exact_totalizer`, both directions) fixed at
+        ``c``, its inputs card by card, chain by chain (`_chain_key`), as the
+        score counter's: a card's two copies are summed first. Measured on
+        the last call (`bench_last_call`), see docs/best-scores.md.
+        """
+        layout = self.layout
+        keyed: list[tuple[tuple[int, int, int], int, int]] = []
+        fixed = 0  # bottoms on every line: grid bases, pieces that cannot link
+        for x, piece in enumerate(layout.pieces):
+            if piece.origin == TALON or x in layout.resting:
+                continue
+            lit = self._bottom_literal(x)
+            if lit == self.true:
+                fixed += 1
+            elif lit != -self.true:
+                keyed.append((_chain_key(piece.card), x, lit))
+        cells = sum(1 for stack in layout.state.grid if stack)
+        target = cells - fixed
+        if not 0 <= target <= len(keyed):  # each unfixed cell has a literal
+            raise AssertionError(f"cells' count: {target} of {len(keyed)} bottoms")
+        lits = [lit for *_, lit in sorted(keyed)]
+        tally = self._exact_totalizer(lits, target, ("cells",))
+        if target:
+            self.add(tally[target - 1])
+        if len(tally) > target:
+            self.add(-tally[target])
+
+    def _bottom_literal(self, x: int) -> int:
+        """Return a literal for "grid or stock piece ``x`` ends as a bottom"."""
+        drawn = self.var_drawn(x)
+        if _pred(self.layout.pieces[x].card) is None:
+            return drawn
+        unlinked = -self.var_by(x, self.layout.hi(x))
+        if drawn == self.true or unlinked == -self.true:
+            return unlinked
+        if unlinked == self.true:
+            return drawn
+        both = self.pool.id(("bottom-of", x))
+        self.add(-both, drawn)
+        self.add(-both, unlinked)
+        self.add(both, -drawn, -unlinked)
+        return both
+
     def _merge_counter(self) -> list[list[int]]:
         """Return ``C``: ``C[t][j-1]`` is "at least ``j`` merges before slot ``t``"."""
         n = self.layout.n
@@ -1079,7 +1150,11 @@ class ScoreBelow:
 
 # -- building --------------------------------------------------------------------------
 def build_encoding(
-    state: dg.State, question: Question, *, dominance: bool | None = None
+    state: dg.State,
+    question: Question,
+    *,
+    dominance: bool | None = None,
+    cells: bool = True,
 ) -> Encoding:
     """Return the encoding of ``state`` (no score bound yet).
 
@@ -1089,7 +1164,9 @@ def build_encoding(
     without-loss-of-generality restrictions, which keep the best score and the
     verdict but not every line; by default only for SCORE, where they pay
     (for verdicts they only cost time, and without them UNSAT reads directly
-    "no line wins").
+    "no line wins"). ``cells=False`` leaves `Encoding.encode_cells` out of a
+    SCORE formula: the machine's calibration keeps the formula it was
+    defined on (`patience_encodings.calibration`).
     """
     win = question is Question.VERDICT
     if dominance is None:
@@ -1107,6 +1184,8 @@ def build_encoding(
         enc.encode_seals()
         enc.encode_score()
         enc.encode_merge_count()
+        if cells:
+            enc.encode_cells()
     if dominance:
         enc.encode_eager()
         enc.encode_copies()

@@ -429,3 +429,55 @@ def test_the_merge_count_counts_a_lines_merges(number):
             checked += 1
     assert checked > 1000
     assert any(key[0] == "tally" for key in enc.pool.obj2id)
+
+
+def _line_without_late_merges(state: dg.State, rng: random.Random) -> list[dg.Move]:
+    """Random links and deals, no swaps, no merge once the stock is out."""
+    line: list[dg.Move] = []
+    while True:
+        moves = [
+            m
+            for m in dg.legal_moves(state, swaps=False)
+            if state.stock or not isinstance(m, dg.Merge)
+        ]
+        links = [m for m in moves if m != dg.DEAL]
+        if not moves:
+            return line
+        if links and (rng.random() < 0.75 or dg.DEAL not in moves):
+            move = rng.choice(links)
+        else:
+            move = dg.DEAL
+        line.append(move)
+        state = dg.apply(state, move)
+
+
+@pytest.mark.parametrize("number", [3, 11, 12])
+def test_the_cells_count_finds_the_bottoms_of_a_lines_last_grid(number):
+    """On a real line, the pieces the cells' count takes for bottoms (drawn and
+    never linked, or a drawn base card) are the bottoms of the line's last
+    grid: one per cell, card for card."""
+    state = dg.initial_state(dg.numbered_deal(number))
+    line = _line_without_late_merges(state, random.Random(number))
+    outcome = replay(dg.GAME, state, line)
+    assert outcome.ok and outcome.stuck
+    enc = build_encoding(state, Question.SCORE, dominance=False)
+    values = line_assignment(enc, line)
+    with Solver(name=sat.SOLVER, bootstrap_with=enc.clauses) as solver:
+        assert solver.solve(assumptions=[v if b else -v for v, b in values.items()])
+        model = {abs(lit): lit > 0 for lit in solver.get_model()}
+
+    def holds(lit: int) -> bool:
+        return model[abs(lit)] == (lit > 0)
+
+    layout, bottoms = enc.layout, []
+    for x, piece in enumerate(layout.pieces):
+        if piece.origin == "talon" or x in layout.resting:
+            continue
+        drawn = holds(enc.var_drawn(x))
+        base = piece.card.rank in dg.BASE_RANKS
+        if drawn and (base or not holds(enc.var_by(x, layout.hi(x)))):
+            bottoms.append(piece.card)
+    last = [stack[0] for stack in outcome.final.grid if stack]
+    assert len(last) == 24
+    assert sorted(bottoms) == sorted(last)
+    assert any(key[0] == "cells" for key in enc.pool.obj2id)
