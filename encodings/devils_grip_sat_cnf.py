@@ -122,9 +122,11 @@ GRID, TALON, STOCK = "grid", "talon", "stock"
 
 #: `Encoding.encode_merge_count` ties the two counts at every third slot.
 MERGE_COUNT_STRIDE = 3
+#: `Encoding.encode_cells` ties its count at the end and every sixth slot.
+CELLS_STRIDE = 6
 #: The certificate's name for this encoding's clauses (2: with the merge count,
-#: 3: with the cells' count).
-ENCODING_VERSION = "3"
+#: 4: with the cells' count at the end and every sixth slot).
+ENCODING_VERSION = "4"
 
 
 # -- the position, as pieces -------------------------------------------------------
@@ -776,45 +778,61 @@ class Encoding:
                 else:
                     self.add(-counts[t][j - 1])
 
-    def encode_cells(self) -> None:
-        """Implied: every cell ends holding one stack, so it has one bottom.
+    def encode_cells(self, stride: int = CELLS_STRIDE) -> None:
+        """Implied: every cell holds one stack, so it has one bottom.
 
         Let ``c`` be the number of non-empty cells at the start. While the
         stock lasts no cell is empty (a merge empties one and refills it at
         once), and the lines the formula describes make no merge once it is
         exhausted (they drop those merges, and swaps: see "Completeness" in
         the module docstring; a real line may end with fewer stacks), so
-        every model ends with ``c`` stacks. A stack's bottom is a piece in
-        the grid that rests on nothing: a base card in the grid (at the
-        bottom of its cell from the start, or drawn), or a non-base piece at
-        the bottom of its cell from the start, or drawn, and never linked;
-        and each such piece is a bottom. So on every model
+        every model keeps ``c`` stacks from the start to the end. A stack's
+        bottom is a piece in the grid that rests on nothing: a base card in
+        the grid (at the bottom of its cell from the start, or drawn), or a
+        non-base piece at the bottom of its cell from the start, or drawn,
+        and not linked yet; and each such piece is a bottom. Grid pieces
+        are linked only by merges, at the end of a slot, and the merge of
+        slot ``s`` draws stock card ``s``. So at the start of every slot
+        ``t < n``, and at the end (``t = n``, linked at all: ``B_x,hi``),
 
-            #{base x : drawn(x)} + #{non-base x : drawn(x) & ~B_x,hi} = c
+            #{base x : drawn by t} + #{non-base x : drawn by t & ~B_x,t-1} = c
 
-        over the grid pieces that rest on nothing and the stock cards. On a
-        deal (24 cells, 24 base cards, an empty talon) it reads: as many
-        stacks end without their base card as base cards stay on the talon.
-        A base card dealt to the talon thus leaves some stack with an
-        unlinked bottom, which the score's count of unlinked pieces sees at
-        once; without this count the solver sees it only as a pigeonhole
-        over the cells, case by case. It follows by arithmetic from the
-        one-to-one matching of merge slots and merged pieces in
+        over the grid pieces that rest on nothing and the stock cards
+        ``k < t`` ("drawn by t" is ``M_k``; grid pieces are drawn). On a
+        deal (24 cells, 24 base cards, an empty talon) the end reads: as
+        many stacks end without their base card as base cards stay on the
+        talon. A base card dealt to the talon thus leaves some stack with
+        an unlinked bottom, which the score's count of unlinked pieces sees
+        at once; without this count the solver sees it only as a pigeonhole
+        over the cells, case by case. The count follows by arithmetic from
+        the one-to-one matching of merge slots and merged pieces in
         `encode_merges` (``c`` bottoms at the start; each merge draws one
         piece and links one), which propagation does not do.
 
         One exact totalizer (`_exact_totalizer`, both directions) fixed at
-        ``c``, its inputs card by card, chain by chain (`_chain_key`), as the
-        score counter's: a card's two copies are summed first. Measured on
-        the last call (`bench_last_call`), see docs/best-scores.md.
+        ``c`` per tie, its inputs card by card, chain by chain
+        (`_chain_key`), as the score counter's: a card's two copies are
+        summed first. Ties at the end and at every ``stride``-th slot (as
+        the merge count ties its counts at every third): the end alone made
+        the last call 2-10 times shorter on most deals, the slots between
+        about halved it again (docs/best-scores.md).
         """
+        n = self.layout.n
+        for t in sorted({*range(stride, n, stride), n}) if stride else [n]:
+            self._cells_tie(t)
+
+    def _cells_tie(self, t: int) -> None:
+        """Tie the bottoms at the start of slot ``t`` (the end: ``t = n``) to
+        the cells (`encode_cells`)."""
         layout = self.layout
         keyed: list[tuple[tuple[int, int, int], int, int]] = []
         fixed = 0  # bottoms on every line: grid bases, pieces that cannot link
         for x, piece in enumerate(layout.pieces):
             if piece.origin == TALON or x in layout.resting:
                 continue
-            lit = self._bottom_literal(x)
+            if piece.origin == STOCK and piece.index >= t:
+                continue  # not drawn by then
+            lit = self._bottom_literal(x, t)
             if lit == self.true:
                 fixed += 1
             elif lit != -self.true:
@@ -824,26 +842,27 @@ class Encoding:
         if not 0 <= target <= len(keyed):  # each unfixed cell has a literal
             raise AssertionError(f"cells' count: {target} of {len(keyed)} bottoms")
         lits = [lit for *_, lit in sorted(keyed)]
-        tally = self._exact_totalizer(lits, target, ("cells",))
+        tally = self._exact_totalizer(lits, target, ("cells", t))
         if target:
             self.add(tally[target - 1])
         if len(tally) > target:
             self.add(-tally[target])
 
-    def _bottom_literal(self, x: int) -> int:
-        """Return a literal for "grid or stock piece ``x`` ends as a bottom"."""
+    def _bottom_literal(self, x: int, t: int) -> int:
+        """Return a literal for "grid or stock piece ``x`` is a bottom at the
+        start of slot ``t``" (at the end for ``t = n``)."""
         drawn = self.var_drawn(x)
         if _pred(self.layout.pieces[x].card) is None:
             return drawn
-        unlinked = -self.var_by(x, self.layout.hi(x))
-        if drawn == self.true or unlinked == -self.true:
-            return unlinked
-        if unlinked == self.true:
+        linked = self.var_by(x, self.layout.hi(x) if t == self.layout.n else t - 1)
+        if drawn == self.true or linked == self.true:
+            return -linked
+        if linked == -self.true:
             return drawn
-        both = self.pool.id(("bottom-of", x))
+        both = self.pool.id(("bottom-at", x, t))
         self.add(-both, drawn)
-        self.add(-both, unlinked)
-        self.add(both, -drawn, -unlinked)
+        self.add(-both, -linked)
+        self.add(both, -drawn, linked)
         return both
 
     def _merge_counter(self) -> list[list[int]]:

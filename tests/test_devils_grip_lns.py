@@ -74,8 +74,13 @@ def test_deal_7_reaches_its_optimum_from_the_beams_line():
     with solver:
         steps = search.steps()
         stop = time.monotonic() + 30
-        while search.score > 11 and time.monotonic() < stop:
-            next(steps)
+        try:
+            while search.score > 11 and time.monotonic() < stop:
+                next(steps)
+        except StopIteration as end:
+            # Windows and the whole formula may all answer within one step
+            # (no chunk left unfinished): then it ends proving the line optimal.
+            assert end.value is True
     assert search.score == 11 == _replayed(state, search.moves)
     assert search.calls >= 1
 
