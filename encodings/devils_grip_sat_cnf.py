@@ -818,12 +818,13 @@ class Encoding:
         about halved it again (docs/best-scores.md).
         """
         n = self.layout.n
+        cells = sum(1 for stack in self.layout.state.grid if stack)
         for t in sorted({*range(stride, n, stride), n}) if stride else [n]:
-            self._cells_tie(t)
+            self._cells_tie(t, cells)
 
-    def _cells_tie(self, t: int) -> None:
+    def _cells_tie(self, t: int, cells: int) -> None:
         """Tie the bottoms at the start of slot ``t`` (the end: ``t = n``) to
-        the cells (`encode_cells`)."""
+        the ``cells`` non-empty cells (`encode_cells`)."""
         layout = self.layout
         keyed: list[tuple[tuple[int, int, int], int, int]] = []
         fixed = 0  # bottoms on every line: grid bases, pieces that cannot link
@@ -837,7 +838,6 @@ class Encoding:
                 fixed += 1
             elif lit != -self.true:
                 keyed.append((_chain_key(piece.card), x, lit))
-        cells = sum(1 for stack in layout.state.grid if stack)
         target = cells - fixed
         if not 0 <= target <= len(keyed):  # each unfixed cell has a literal
             raise AssertionError(f"cells' count: {target} of {len(keyed)} bottoms")

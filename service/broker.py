@@ -41,12 +41,8 @@ from verifier.registry import get_game
 from verifier.replay import replay
 from verifier.results import ProofResult, Question, Status
 from worker.celery_app import (
-    BATCH_TASK,
-    CERTIFY_TASK,
-    DEALS_TASK,
     KIND_TASKS,
     PROOFS_QUEUE,
-    PROVE_TASK,
     QUEUES,
     ROUTES,
 )
@@ -174,19 +170,19 @@ def submit_proof(service: Service, job: ProofJob) -> Submitted:
                 return Submitted(view, 200 if view["status"] == "done" else 202)
         service.store.replace_submission(job.key, new_id)
     record = JobRecord(new_id, "proof", job.to_json(), job.budget, key=job.key)
-    return _enqueue(service, record, PROVE_TASK)
+    return _enqueue(service, record)
 
 
 def submit_deals(service: Service, job: DealsJob) -> Submitted:
     """Queue a deal-generation job."""
     record = JobRecord(uuid.uuid4().hex, "deals", job.to_json(), job.budget)
-    return _enqueue(service, record, DEALS_TASK)
+    return _enqueue(service, record)
 
 
 def submit_batch(service: Service, job: BatchJob) -> Submitted:
     """Queue a batch job."""
     record = JobRecord(uuid.uuid4().hex, "batch", job.to_json(), job.budget)
-    return _enqueue(service, record, BATCH_TASK)
+    return _enqueue(service, record)
 
 
 def _reusable(view: dict[str, Any], record: JobRecord, job: ProofJob) -> bool:
@@ -205,10 +201,10 @@ def _reusable(view: dict[str, Any], record: JobRecord, job: ProofJob) -> bool:
     return settles(result, job.question) or not longer
 
 
-def _enqueue(service: Service, record: JobRecord, task: str) -> Submitted:
+def _enqueue(service: Service, record: JobRecord) -> Submitted:
     service.store.save_job(record)
     try:
-        _publish(service, record, task)
+        _publish(service, record)
     except (OperationalError, redis.RedisError, OSError):
         _forget(service.store, record)
         raise
@@ -217,8 +213,9 @@ def _enqueue(service: Service, record: JobRecord, task: str) -> Submitted:
     return Submitted(job_view(service, record), 202)
 
 
-def _publish(service: Service, record: JobRecord, task: str) -> None:
-    """Send ``record``'s message; the job id is the task id."""
+def _publish(service: Service, record: JobRecord) -> None:
+    """Send ``record``'s message, to its kind's task; the job id is the task id."""
+    task = KIND_TASKS[record.kind]
     service.celery.send_task(
         task,
         args=[record.request],
@@ -389,7 +386,7 @@ def _republish(service: Service, record: JobRecord) -> None:
     current = service.store.get_job(record.id)
     if current is None:
         return  # expired meanwhile: nobody waits for it
-    _publish(service, current, KIND_TASKS[current.kind])
+    _publish(service, current)
     current = replace(current, republished=current.republished + 1)
     service.store.save_job(current)
     log.warning(
@@ -487,7 +484,7 @@ def _new_certificate_job(service: Service, job: CertificateJob, key: str) -> Sub
     if earlier is None:
         if holder is not None:  # the earlier job's record expired
             service.store.replace_submission(key, record.id)
-        return _enqueue(service, record, CERTIFY_TASK)
+        return _enqueue(service, record)
     _forget(service.store, record)
     return _earlier_certificate(service, key, earlier)
 

@@ -22,6 +22,7 @@ from pysat.solvers import Solver
 from patience_encodings import devils_grip_sat as sat
 from patience_encodings import engines
 from patience_encodings.devils_grip_sat_cnf import (
+    TALON,
     Encoding,
     build_cnf,
     build_encoding,
@@ -471,7 +472,7 @@ def test_the_cells_count_finds_the_bottoms_of_a_lines_last_grid(number):
 
     layout, bottoms = enc.layout, []
     for x, piece in enumerate(layout.pieces):
-        if piece.origin == "talon" or x in layout.resting:
+        if piece.origin == TALON or x in layout.resting:
             continue
         drawn = holds(enc.var_drawn(x))
         base = piece.card.rank in dg.BASE_RANKS

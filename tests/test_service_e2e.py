@@ -257,7 +257,6 @@ def test_a_certificate_job_whose_key_names_another_is_skipped(api, wait_job):
     """A job the API gave up on (its key released, or taken by a newer job)
     that reaches a worker later is not run: nobody would read its answer."""
     from service.broker import _enqueue
-    from worker.celery_app import CERTIFY_TASK
     from worker.jobs import CertificateJob
     from worker.store import JobRecord
 
@@ -268,7 +267,7 @@ def test_a_certificate_job_whose_key_names_another_is_skipped(api, wait_job):
     newer = uuid.uuid4().hex
     assert patience.store.claim_submission(job.key, newer) is None
     record = JobRecord(uuid.uuid4().hex, "certificate", job.to_json(), job.budget)
-    submitted = _enqueue(patience, record, CERTIFY_TASK)
+    submitted = _enqueue(patience, record)
     view = wait_job(api, submitted.view["links"]["self"])
     assert view["status"] == "failed"
     assert view["error"]["code"] == "superseded" and newer in view["error"]["message"]
