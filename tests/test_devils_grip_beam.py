@@ -131,6 +131,21 @@ def test_a_passed_deadline_gives_the_guide_or_nothing():
     assert beam.Beam(model, root).best(deadline=past, guide=guide) == guide
 
 
+def test_a_width_the_pace_says_cannot_end_in_time_is_not_started():
+    """The estimate scales the last run's seconds by the widths' ratio; a run
+    predicted to end after the deadline is skipped, so the beam hands over
+    at once instead of spending the rest of its time on a cut run."""
+    assert beam.fits(None, 8, now=0.0, deadline=0.1)  # the first run: tried
+    assert beam.fits((64, 0.2), 128, now=0.0, deadline=None)
+    assert beam.fits((64, 0.2), 128, now=1.0, deadline=1.5)  # 0.4 s: fits
+    assert not beam.fits((64, 0.2), 128, now=1.0, deadline=1.3)
+    assert not beam.fits((64, 0.2), 256, now=1.0, deadline=1.7)  # 0.8 s
+    began = time.monotonic()
+    found = beam.best_lines(deal(1), deadline=began + 5, widths=(8, 8192))
+    assert found is not None and found.runs == (8,)  # 8192: about 25 s
+    assert time.monotonic() - began < 2.5  # not the 5 s of a cut run
+
+
 def test_the_search_prover_reports_the_beam_line_for_the_score_question():
     """The prover replays its line before returning it (`check_result`).
 
