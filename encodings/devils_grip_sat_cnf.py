@@ -180,7 +180,9 @@ class Layout:
         lo = [p.index + 1 if p.origin == STOCK else 0 for p in self.pieces]
         hi = [n - 1 if p.origin == GRID else n for p in self.pieces]
         linkable = [x for x in range(len(self.pieces)) if self.targets.get(x)]
-        for name, value in (("n", n), ("m", m), ("_lo", lo), ("_hi", hi)):
+        cells = sum(1 for stack in self.state.grid if stack)
+        values = (("n", n), ("m", m), ("cells", cells), ("_lo", lo), ("_hi", hi))
+        for name, value in values:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_linkable", linkable)
 
@@ -188,6 +190,9 @@ class Layout:
     n: int = field(init=False)
     #: The number of cards on the talon at the start.
     m: int = field(init=False)
+    #: The number of non-empty cells at the start (while the stock lasts, no
+    #: cell is ever empty: a merge refills the cell it empties).
+    cells: int = field(init=False)
 
     def tpos(self, x: int) -> int:
         """Return the talon position of a talon or stock piece."""
@@ -818,13 +823,12 @@ class Encoding:
         about halved it again (docs/best-scores.md).
         """
         n = self.layout.n
-        cells = sum(1 for stack in self.layout.state.grid if stack)
         for t in sorted({*range(stride, n, stride), n}) if stride else [n]:
-            self._cells_tie(t, cells)
+            self._cells_tie(t)
 
-    def _cells_tie(self, t: int, cells: int) -> None:
+    def _cells_tie(self, t: int) -> None:
         """Tie the bottoms at the start of slot ``t`` (the end: ``t = n``) to
-        the ``cells`` non-empty cells (`encode_cells`)."""
+        the non-empty cells (`Layout.cells`, `encode_cells`)."""
         layout = self.layout
         keyed: list[tuple[tuple[int, int, int], int, int]] = []
         fixed = 0  # bottoms on every line: grid bases, pieces that cannot link
@@ -838,7 +842,7 @@ class Encoding:
                 fixed += 1
             elif lit != -self.true:
                 keyed.append((_chain_key(piece.card), x, lit))
-        target = cells - fixed
+        target = layout.cells - fixed
         if not 0 <= target <= len(keyed):  # each unfixed cell has a literal
             raise AssertionError(f"cells' count: {target} of {len(keyed)} bottoms")
         lits = [lit for *_, lit in sorted(keyed)]
@@ -983,8 +987,7 @@ class Encoding:
         layout = self.layout
         covered = set(layout.resting.values())
         resting = set(layout.resting)
-        cells = sum(1 for stack in layout.state.grid if stack)
-        self.grid_offset = len(layout.pieces) - 4 * cells
+        self.grid_offset = len(layout.pieces) - 4 * layout.cells
         terms: list[tuple[tuple[int, ...], tuple[int, int]]] = []  # (sort key, term)
         for y, piece in enumerate(layout.pieces):
             rank = piece.card.rank
