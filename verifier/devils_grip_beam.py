@@ -201,9 +201,9 @@ class Beam:
             for width in widths:
                 if best is not None and best.score <= floor:
                     break
-                if not fits(pace, width, time.monotonic(), deadline):
-                    break
                 began = time.monotonic()
+                if not fits(pace, width, began, deadline):
+                    break
                 try:
                     found = self.run(width, best)
                 except _OutOfTime:
