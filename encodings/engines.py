@@ -106,10 +106,10 @@ def _devils_grip_cores_or_search(
 #: neighbourhood search, whose last stage, the whole formula under "one card
 #: fewer", proves its line optimal: `devils_grip_sat.LINES`), whose lines
 #: restrict the other member's short-stacks search as they come; and
-#: `_devils_grip_cores_or_search`. With the cells' count, deals 1-1000 at
-#: 10 s (`patience bench --engine auto --start S --count 100 --time-limit
-#: 10 --score`, one run per hundred): 823 of the 998 lost deals proven,
-#: 371 by the first member's descent, 452 by the second's RC2 bound.
+#: `_devils_grip_cores_or_search`. Deals 1-1000 at 10 s (`patience bench
+#: --engine auto --start S --count 100 --time-limit 10 --score`, one run per
+#: hundred): 910 of the 998 lost deals proven, median 4.3 s, 477 by the
+#: first member's descent, 433 by the second's RC2 bound.
 PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
     "devils-grip": {
         Question.VERDICT: {
