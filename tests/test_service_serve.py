@@ -116,20 +116,23 @@ def test_serve_and_study_are_stopped_by_each_signal_even_if_ignored(signum):
     """`stopped_by_signals` (``serve``, ``study``) turns each into an interrupt.
 
     SIGINT starts ignored here, as in a background job; the handlers from
-    before come back afterwards. SIGHUP is a closed terminal.
+    before come back afterwards. SIGHUP is a closed terminal; it starts at
+    its default here whatever the test run inherited (under ``nohup`` it is
+    ignored, and then stays so: `test_sighup_stays_ignored_under_nohup`).
     """
     from service.stack import stopped_by_signals
 
     stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     before = {sig: signal.getsignal(sig) for sig in stops}
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     try:
         with pytest.raises(KeyboardInterrupt), stopped_by_signals():
             os.kill(os.getpid(), signum)
             time.sleep(5)  # the handler interrupts this at once
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         assert signal.getsignal(signal.SIGTERM) is before[signal.SIGTERM]
-        assert signal.getsignal(signal.SIGHUP) is before[signal.SIGHUP]
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
