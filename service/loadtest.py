@@ -26,6 +26,8 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +40,8 @@ class Tally:
     outcomes: Counter[str] = field(default_factory=Counter)
     lost: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Set on an interrupt: the clients leave their jobs and stop.
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 def _call(url: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
@@ -72,6 +76,8 @@ def _one_job(args: argparse.Namespace, index: int, tally: Tally) -> None:
     location = args.url + job["links"]["self"]
     deadline = began + args.deadline
     while job["status"] not in ("done", "failed"):
+        if tally.stop.is_set():
+            return
         if time.monotonic() > deadline:
             with tally.lock:
                 tally.lost.append(job["id"])
@@ -94,7 +100,7 @@ def run_load(args: argparse.Namespace) -> Tally:
     lock = threading.Lock()
 
     def client() -> None:
-        while True:
+        while not tally.stop.is_set():
             with lock:
                 index = next(counter, None)
             if index is None:
@@ -104,8 +110,16 @@ def run_load(args: argparse.Namespace) -> Tally:
     threads = [threading.Thread(target=client) for _ in range(args.clients)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.join()
+    except KeyboardInterrupt:
+        # Stop the clients while the service still answers (their call in
+        # flight ends), so that none is left calling a stack being stopped.
+        tally.stop.set()
+        for t in threads:
+            t.join()
+        raise
     return tally
 
 
@@ -134,32 +148,50 @@ def report(args: argparse.Namespace, tally: Tally, wall: float) -> str:
     return "\n".join(lines)
 
 
-def _own_stack(concurrency: int) -> tuple[str, Any]:
-    """Start Redis, a worker and the API; return the URL and a stop function."""
+@contextmanager
+def _own_stack(concurrency: int) -> Iterator[str]:
+    """Start Redis, a worker and the API; yield the URL; stop them on the way out.
+
+    As ``patience serve`` and ``study`` do: a lifeline stops Redis and the
+    worker even if this process is SIGKILLed (`service.lifeline`), and what
+    started before a failure (a worker that never got ready) is stopped too.
+    """
     from service.app import create_app
     from service.embedded import EmbeddedRedis
-    from service.stack import ServerThread, WorkerProcess
+    from service.lifeline import Lifeline
+    from service.stack import ServerThread, WorkerProcess, guard
 
     redis_server = EmbeddedRedis()
-    env = {"REDIS_URL": redis_server.start()}
-    os.environ.update(env)
-    app = create_app()
-    worker = WorkerProcess(
-        env, concurrency, log=open(os.devnull, "wb"), loglevel="WARNING"
-    ).start()
-    worker.wait_ready(app.extensions["patience"].celery, timeout=60)
-    server = ServerThread(app, quiet=True).start()
-
-    def stop() -> None:
-        server.stop()
-        worker.stop()
+    worker = server = None
+    lifeline = Lifeline().start()
+    try:
+        env = {"REDIS_URL": redis_server.start()}
+        guard(lifeline, redis_server)
+        app = create_app(env)
+        with open(os.devnull, "wb") as log:
+            worker = WorkerProcess(env, concurrency, log=log, loglevel="WARNING")
+            worker.start()
+        guard(lifeline, worker=worker)
+        worker.wait_ready(app.extensions["patience"].celery, timeout=60)
+        server = ServerThread(app, quiet=True).start()
+        yield server.url
+    finally:
+        if server:
+            server.stop()
+        if worker:
+            worker.stop()
         redis_server.close()
-
-    return server.url, stop
+        lifeline.release()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse arguments, run the load, print the figures; exit 1 if jobs got lost."""
+    """Parse arguments, run the load, print the figures; exit 1 if jobs got lost.
+
+    SIGTERM and SIGHUP stop a run as Ctrl-C does (`stopped_by_signals`), so
+    its own stack is always stopped; an interrupted run exits with 130.
+    """
+    from service.stack import stopped_by_signals
+
     p = argparse.ArgumentParser(prog="python -m service.loadtest")
     p.add_argument("--n", type=int, default=100, help="jobs to submit")
     p.add_argument("--clients", type=int, default=8, help="concurrent clients")
@@ -174,16 +206,16 @@ def main(argv: list[str] | None = None) -> int:
         "--concurrency", type=int, default=os.cpu_count() or 1, help="own worker"
     )
     args = p.parse_args(argv)
-    stop = None
-    if not args.url:
-        args.url, stop = _own_stack(args.concurrency)
+    stack = nullcontext(args.url) if args.url else _own_stack(args.concurrency)
     try:
-        began = time.monotonic()
-        tally = run_load(args)
-        wall = time.monotonic() - began
-    finally:
-        if stop:
-            stop()
+        with stopped_by_signals(), stack as url:
+            args.url = url
+            began = time.monotonic()
+            tally = run_load(args)
+            wall = time.monotonic() - began
+    except KeyboardInterrupt:
+        print("interrupted: no figures", file=sys.stderr)
+        return 130
     print(report(args, tally, wall))
     return 1 if tally.lost else 0
 
