@@ -152,36 +152,26 @@ def report(args: argparse.Namespace, tally: Tally, wall: float) -> str:
 def _own_stack(concurrency: int) -> Iterator[str]:
     """Start Redis, a worker and the API; yield the URL; stop them on the way out.
 
-    As ``patience serve`` and ``study`` do: a lifeline stops Redis and the
-    worker even if this process is SIGKILLed (`service.lifeline`), and what
-    started before a failure (a worker that never got ready) is stopped too.
+    Redis and the worker are `service.stack.embedded_stack`'s, as ``study``'s
+    are: stopped even if this process is SIGKILLed, and after a start that
+    failed (a worker that never got ready).
     """
     from service.app import create_app
-    from service.embedded import EmbeddedRedis
-    from service.lifeline import Lifeline
-    from service.stack import ServerThread, WorkerProcess, guard
+    from service.stack import ServerThread, embedded_stack
 
-    redis_server = EmbeddedRedis()
-    worker = server = None
-    lifeline = Lifeline().start()
-    try:
-        env = {"REDIS_URL": redis_server.start()}
-        guard(lifeline, redis_server)
-        app = create_app(env)
-        with open(os.devnull, "wb") as log:
-            worker = WorkerProcess(env, concurrency, log=log, loglevel="WARNING")
-            worker.start()
-        guard(lifeline, worker=worker)
+    with (
+        open(os.devnull, "wb") as log,
+        embedded_stack(
+            lambda url: {"REDIS_URL": url}, concurrency, log=log, loglevel="WARNING"
+        ) as (url, worker),
+    ):
+        app = create_app({"REDIS_URL": url})
         worker.wait_ready(app.extensions["patience"].celery, timeout=60)
         server = ServerThread(app, quiet=True).start()
-        yield server.url
-    finally:
-        if server:
+        try:
+            yield server.url
+        finally:
             server.stop()
-        if worker:
-            worker.stop()
-        redis_server.close()
-        lifeline.release()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 from celery import Celery
@@ -170,6 +170,44 @@ class _QuietHandler(WSGIRequestHandler):
 
     def log_request(self, *args: Any, **kwargs: Any) -> None:
         pass
+
+
+@contextlib.contextmanager
+def embedded_stack(
+    worker_env: Callable[[str], Mapping[str, str]],
+    concurrency: int,
+    *,
+    log: IO[Any] | None = None,
+    loglevel: str = "INFO",
+    stop_timeout: float = WORKER_STOP_TIMEOUT,
+) -> Iterator[tuple[str, WorkerProcess]]:
+    """Start an embedded Redis and a worker on it; yield its URL and the worker.
+
+    ``worker_env`` gives the worker's environment from the Redis URL. Both
+    are named to a lifeline (`guard`), so they are stopped even if this
+    process is SIGKILLed, and both are stopped on the way out whatever
+    happened, a start that failed half-way included. The worker is not
+    waited for: the caller does, with its own Celery app (`wait_ready`).
+    """
+    from service.embedded import EmbeddedRedis
+    from service.lifeline import Lifeline
+
+    embedded = EmbeddedRedis()
+    worker = None
+    lifeline = Lifeline().start()
+    try:
+        url = embedded.start()
+        guard(lifeline, embedded)
+        worker = WorkerProcess(
+            worker_env(url), concurrency, log=log, loglevel=loglevel
+        ).start()
+        guard(lifeline, worker=worker)
+        yield url, worker
+    finally:
+        if worker:
+            worker.stop(timeout=stop_timeout)
+        embedded.close()
+        lifeline.release()
 
 
 class ServerThread:

@@ -145,30 +145,24 @@ def connect(workers: int, log: IO[bytes] | None = None) -> Iterator[Connection]:
         service = service_for(_settings(dict(os.environ)))
         yield Connection(service, "external", lambda: worker_processes(service))
         return
-    from service.embedded import EmbeddedRedis
-    from service.lifeline import Lifeline
-    from service.stack import WorkerProcess, guard
+    from service.stack import embedded_stack
 
     if workers < 1:
         raise InputError("--workers must be at least 1")
-    embedded = EmbeddedRedis()
-    worker = None
-    lifeline = Lifeline().start()  # stops the stack if this process is SIGKILLed
-    try:
-        settings = _settings({**os.environ, "REDIS_URL": embedded.start()})
-        guard(lifeline, embedded)
-        service = service_for(settings)
-        worker = WorkerProcess(
-            settings.to_env(), workers, log=log, loglevel="WARNING"
-        ).start()
-        guard(lifeline, worker=worker)
+
+    def settings_at(url: str) -> Settings:
+        return _settings({**os.environ, "REDIS_URL": url})
+
+    with embedded_stack(
+        lambda url: settings_at(url).to_env(),
+        workers,
+        log=log,
+        loglevel="WARNING",
+        stop_timeout=2.0,  # an interrupted chunk was salvaged already
+    ) as (url, worker):
+        service = service_for(settings_at(url))
         worker.wait_ready(service.celery, timeout=60)
         yield Connection(service, "embedded", lambda: workers)
-    finally:
-        if worker:
-            worker.stop(timeout=2.0)  # an interrupted chunk was salvaged already
-        embedded.close()
-        lifeline.release()
 
 
 # -- running ----------------------------------------------------------------
