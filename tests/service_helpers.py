@@ -13,6 +13,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from verifier import devils_grip as dg
 
 
@@ -68,3 +70,11 @@ def start_serve(log: Path, background: bool = False) -> tuple[subprocess.Popen, 
             raise AssertionError(f"serve did not come up:\n{log.read_text()}")
         time.sleep(0.2)
     return proc, port
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie has ended: only unreaped)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

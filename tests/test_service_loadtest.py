@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import psutil
+from service_helpers import running
 
 
 def _stack_processes() -> set[int]:
@@ -23,13 +24,6 @@ def _stack_processes() -> set[int]:
         if "redis-server" in line or "service.cli worker" in line:
             pids.add(proc.info["pid"])
     return pids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_loadtest_serves_its_jobs_and_stops_its_own_stack():
@@ -46,5 +40,5 @@ def test_loadtest_serves_its_jobs_and_stops_its_own_stack():
     assert done.returncode == 0, done.stderr
     assert "answers: done 4" in done.stdout
     assert "lost jobs (submitted, never answered): 0" in done.stdout
-    left = {pid for pid in _stack_processes() - before if _alive(pid)}
+    left = {pid for pid in _stack_processes() - before if running(pid)}
     assert not left, f"processes left running: {sorted(left)}"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from service_helpers import start_serve
+from service_helpers import running, start_serve
 
 from service.cli import main
 
@@ -28,13 +28,6 @@ def _get(url: str) -> tuple[int, dict]:
             return reply.status, json.loads(reply.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
-
-
-def _running(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _start_serve(tmp_path) -> tuple[subprocess.Popen, int, list[int], str]:
@@ -57,7 +50,7 @@ def _start_serve(tmp_path) -> tuple[subprocess.Popen, int, list[int], str]:
 def _gone_within(pids: list[int], seconds: float) -> list[int]:
     """Return the processes of ``pids`` still running after ``seconds``."""
     deadline = time.monotonic() + seconds
-    while (alive := [pid for pid in pids if _running(pid)]) and (
+    while (alive := [pid for pid in pids if running(pid)]) and (
         time.monotonic() < deadline
     ):
         time.sleep(0.1)
