@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import time
@@ -103,6 +104,48 @@ def test_auto_proves_a_late_best_score_quickly():
     start = _late_start(5)
     result = engines.solve(start, question=Question.SCORE, time_limit=30)
     assert result.score_proven and result.elapsed < 5
+
+
+def test_cores_come_from_the_environment_or_the_affinity(monkeypatch):
+    monkeypatch.setenv(engines.CORES_ENV, "3")
+    assert engines.cores_available() == 3
+    monkeypatch.delenv(engines.CORES_ENV)
+    assert engines.cores_available() == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "two", "1.5"])
+def test_a_bad_core_count_is_named(monkeypatch, text):
+    monkeypatch.setenv(engines.CORES_ENV, text)
+    with pytest.raises(InputError, match=engines.CORES_ENV):
+        engines.cores_available()
+    with pytest.raises(InputError, match="cores 0"):
+        engines.solve(_late_start(5), question=SCORE, cores=0)
+
+
+def test_on_one_core_auto_runs_the_one_core_member_for_best_scores():
+    """Fewer cores than members: best scores run `ONE_CORE`'s choice alone;
+    verdicts keep the portfolio, which shares one core well."""
+    start = _late_start(5)
+    both = list(engines.PORTFOLIO["devils-grip"][SCORE])
+    alone = list(engines.ONE_CORE["devils-grip"][SCORE])
+    assert len(alone) < len(both)
+    result = engines.solve(start, question=SCORE, time_limit=30, cores=1)
+    assert result.score_proven
+    assert result.stats["run"] == {"members": alone, "cores": 1}
+    result = engines.solve(start, question=SCORE, time_limit=30, cores=len(both))
+    assert result.score_proven and result.stats["run"]["members"] == both
+    verdict = engines.solve(start, question=Question.VERDICT, time_limit=30, cores=1)
+    assert verdict.proven
+    assert verdict.stats["run"]["members"] == list(
+        engines.PORTFOLIO["devils-grip"][Question.VERDICT]
+    )
+
+
+def test_a_named_engine_runs_alone_whatever_the_cores():
+    result = engines.solve(
+        _late_start(5), question=SCORE, engine="search", time_limit=30, cores=4
+    )
+    assert result.stats["run"] == {"members": ["search"], "cores": 4}
 
 
 def _late_start(seed: int) -> Start:

@@ -7,6 +7,7 @@ the reference engine — never with the code that produced it.
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from pathlib import Path
@@ -16,10 +17,18 @@ import pytest
 from service_helpers import forged_dead_end, near_win_position
 
 from patience_encodings import certificates
-from patience_encodings.engines import engines_for
+from patience_encodings.engines import (
+    CORES_ENV,
+    ONE_CORE,
+    PORTFOLIO,
+    cores_available,
+    engines_for,
+)
 from verifier import devils_grip as dg
 from verifier.devils_grip_construct import construct
 from verifier.replay import replay
+from verifier.results import Question
+from worker.celery_app import job_cores
 
 needs_prover = pytest.mark.skipif(
     not engines_for("devils-grip"), reason="no Devil's Grip prover registered yet"
@@ -115,6 +124,13 @@ def test_dead_deal_score_comes_with_a_line_that_reaches_it(
     result = view["result"]["result"]
     assert result["status"] == "lost" and result["question"] == "score"
     assert result["best_score"] >= 1
+    # The test worker runs two jobs at once: each gets half its cores.
+    run = result["stats"]["run"]
+    cores = os.environ.get(CORES_ENV) or str(job_cores(cores_available(), 2))
+    assert run["cores"] == int(cores)
+    portfolio = list(PORTFOLIO["devils-grip"][Question.SCORE])
+    alone = list(ONE_CORE["devils-grip"][Question.SCORE])
+    assert run["members"] == (alone if run["cores"] < len(portfolio) else portfolio)
     outcome = _replay(view["result"]["position"], result["line"])
     assert outcome.stuck and outcome.score == result["best_score"]
     reply = wait_certificate(api, view["links"]["certificate"])

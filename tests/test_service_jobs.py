@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from patience_encodings.engines import engines_for
+from patience_encodings.engines import CORES_ENV, cores_available, engines_for
 from verifier import devils_grip as dg
 from verifier.devils_grip_construct import construct
 from verifier.errors import DealError, InputError, UnknownGameError, UnsupportedError
 from verifier.replay import replay
 from worker import jobs
+from worker.celery_app import job_cores, share_cores
 from worker.settings import Settings, hard_limit, soft_limit
 
 SETTINGS = Settings(max_time_limit=30, max_job_seconds=120)
@@ -80,6 +83,22 @@ def test_settings_come_from_environment_strings():
     assert (settings.max_time_limit, settings.visibility_timeout) == (5.0, 20.0)
     assert settings.result_expires == 60
     assert Settings.from_mapping(settings.to_env()) == settings
+
+
+@pytest.mark.parametrize(
+    "cores, concurrency, share", [(2, 2, 1), (2, 1, 2), (8, 2, 4), (1, 4, 1), (3, 2, 1)]
+)
+def test_each_job_gets_its_share_of_the_workers_cores(cores, concurrency, share):
+    assert job_cores(cores, concurrency) == share
+
+
+def test_the_worker_sets_each_jobs_cores_unless_the_deployment_did(monkeypatch):
+    monkeypatch.delenv(CORES_ENV, raising=False)
+    share_cores(options={"concurrency": 2 * cores_available()})
+    assert os.environ[CORES_ENV] == "1"
+    monkeypatch.setenv(CORES_ENV, "7")
+    share_cores(options={"concurrency": 2})
+    assert os.environ[CORES_ENV] == "7"
 
 
 # -- proof requests ------------------------------------------------------------------

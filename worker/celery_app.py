@@ -14,10 +14,14 @@ processes. Soft time limits (SIGUSR1) also need prefork.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from celery import Celery
+from celery.signals import celeryd_init
 from kombu import Exchange, Queue
+
+from patience_encodings.engines import CORES_ENV, cores_available
 
 from .settings import Settings
 
@@ -148,3 +152,27 @@ def __getattr__(name: str) -> Any:
     if _APP is None:
         _APP = make_celery()
     return _APP
+
+
+def job_cores(cores: int, concurrency: int) -> int:
+    """Return the cores each of ``concurrency`` jobs at once may use, of ``cores``."""
+    return max(1, cores // max(1, concurrency))
+
+
+@celeryd_init.connect
+def share_cores(options: dict[str, Any] | None = None, **_: Any) -> None:
+    """Give each job its share of the worker's cores, before the pool forks.
+
+    A worker runs ``--concurrency`` jobs at once, and each proof's ``auto``
+    starts one process per portfolio member: two jobs on two cores, each
+    with two members, would share one core per job without knowing it, and
+    on best scores two members sharing a core prove much less than one
+    member alone (`patience_encodings.engines.ONE_CORE`). So the worker sets
+    `CORES_ENV` for its jobs to its cores divided by its concurrency, unless
+    the deployment set it.
+    """
+    if os.environ.get(CORES_ENV, "").strip():
+        return
+    cores = cores_available()
+    concurrency = (options or {}).get("concurrency") or cores
+    os.environ[CORES_ENV] = str(job_cores(cores, int(concurrency)))
