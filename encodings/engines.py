@@ -126,17 +126,43 @@ PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
     },
 }
 
-#: The members ``auto`` keeps, per game and question, when a proof has fewer
-#: cores than the portfolio has members (`cores_available`): members sharing a
-#: core each get part of it, and where one member alone proves more than the
-#: portfolio sharing one core, that member runs alone. A question not listed
-#: keeps its whole portfolio. Measured pinned to one core (``taskset -c 0``),
-#: 10 s a deal: best scores of deals 1-100, `sat-lines` alone 88 proven, both
-#: members sharing the core 53 (two cores, both: 90); verdicts of deals
-#: 1-1000, both members sharing the core: all proven, median 0.063 s, max 2.4 s
-#: (`sat` alone: median 0.105 s), so verdicts keep both.
-ONE_CORE: dict[str, dict[Question, tuple[str, ...]]] = {
-    "devils-grip": {Question.SCORE: ("sat-lines",)},
+LATE_STOCK = 48
+
+
+def _devils_grip_lines_or_search(
+    state: Any, *, question: Question, time_limit: float | None
+) -> ProofResult:
+    """The line-finding SAT prover, or the search on late positions: the
+    best-score member for one core.
+
+    Alone on a core, the SAT prover's lines and descent prove the most best
+    scores of whole deals and of early positions; with at most `LATE_STOCK`
+    stock cards left the search proves them faster. Pinned to one core, 10 s,
+    six positions each along the beam's lines of deals 1-6 (`python -m
+    patience_encodings.bench_positions --count 6 --left 66,60,48,30,12`): the
+    search proves 1, 3, 6, 6, 6 of them with 66, 60, 48, 30, 12 stock cards
+    left (median 0.60 s at 48, 0.03 s at 30), `sat-lines` 6 at every level
+    (median 3.49 s at 48, 0.21 s at 30).
+    """
+    if len(state.stock) > LATE_STOCK:
+        return devils_grip_sat.prove(
+            state, question=question, time_limit=time_limit, plan=devils_grip_sat.LINES
+        )
+    return devils_grip_search.prove(state, question=question, time_limit=time_limit)
+
+
+#: What ``auto`` runs instead of `PORTFOLIO`, per game and question, when a
+#: proof has fewer cores than the portfolio has members (`cores_available`):
+#: members sharing a core each get part of it, and where one member alone
+#: proves more than the portfolio sharing one core, that member runs alone. A
+#: question not listed keeps its whole portfolio. Measured pinned to one core
+#: (``taskset -c 0``), 10 s a deal: best scores of deals 1-100, `sat-lines`
+#: alone 88 proven, both members sharing the core 53 (two cores, both: 90);
+#: verdicts of deals 1-1000, both members sharing the core: all proven,
+#: median 0.063 s, max 2.4 s (`sat` alone: median 0.105 s), so verdicts keep
+#: both.
+ONE_CORE: dict[str, dict[Question, dict[str, Prover]]] = {
+    "devils-grip": {Question.SCORE: {"lines-or-search": _devils_grip_lines_or_search}},
 }
 
 #: Environment variable: the cores one proof may use (a whole number, >= 1).
@@ -219,9 +245,7 @@ def _select(
     if not chosen:
         return {name: PROVERS[name][game_name] for name in engines_for(game_name)}
     narrow = ONE_CORE.get(game_name, {}).get(question)
-    if narrow and cores < len(chosen):
-        return {name: chosen[name] for name in narrow}
-    return chosen
+    return narrow if narrow and cores < len(chosen) else chosen
 
 
 def solve(

@@ -141,6 +141,17 @@ def test_on_one_core_auto_runs_the_one_core_member_for_best_scores():
     )
 
 
+def test_the_one_core_member_finds_lines_early_and_searches_late():
+    early = dg.initial_state(dg.numbered_deal(12))
+    assert len(early.stock) > engines.LATE_STOCK
+    result = engines._devils_grip_lines_or_search(early, question=SCORE, time_limit=1)
+    assert result.engine == "sat" and result.line
+    late = _late_start(5).state
+    assert len(late.stock) <= engines.LATE_STOCK
+    result = engines._devils_grip_lines_or_search(late, question=SCORE, time_limit=30)
+    assert result.engine == "search" and result.score_proven
+
+
 def test_a_named_engine_runs_alone_whatever_the_cores():
     result = engines.solve(
         _late_start(5), question=SCORE, engine="search", time_limit=30, cores=4
