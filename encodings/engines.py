@@ -132,8 +132,8 @@ LATE_STOCK = 48
 def _devils_grip_lines_or_search(
     state: Any, *, question: Question, time_limit: float | None
 ) -> ProofResult:
-    """The line-finding SAT prover, or the search on late positions: the
-    best-score member for one core.
+    """The line-finding SAT prover with a short beam (`devils_grip_sat.ALONE`),
+    or the search on late positions: the best-score member for one core.
 
     Alone on a core, the SAT prover's lines and descent prove the most best
     scores of whole deals and of early positions; with at most `LATE_STOCK`
@@ -146,7 +146,7 @@ def _devils_grip_lines_or_search(
     """
     if len(state.stock) > LATE_STOCK:
         return devils_grip_sat.prove(
-            state, question=question, time_limit=time_limit, plan=devils_grip_sat.LINES
+            state, question=question, time_limit=time_limit, plan=devils_grip_sat.ALONE
         )
     return devils_grip_search.prove(state, question=question, time_limit=time_limit)
 
