@@ -75,6 +75,7 @@ def _settings() -> Any:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run a Celery worker in this process until it is stopped."""
+    from patience_encodings.engines import cores_available
     from worker.celery_app import QUEUES, make_celery
 
     if not os.environ.get("REDIS_URL"):
@@ -88,6 +89,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         raise InputError(f"--queues takes {', '.join(QUEUES)}, not {args.queues!r}")
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
+    cores_available()  # a bad PATIENCE_CORES stops the worker here, not each job
     argv = [
         "worker",
         "--pool=prefork",
@@ -105,10 +107,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run Redis (if needed), a worker and the API until Ctrl-C or SIGTERM."""
+    from patience_encodings.engines import cores_available
     from service.stack import stopped_by_signals
 
     if args.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
+    cores_available()  # a bad PATIENCE_CORES: stop before anything starts
     with stopped_by_signals():
         _serve(args)
     return 0

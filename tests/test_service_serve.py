@@ -104,6 +104,16 @@ def test_worker_options_are_checked(monkeypatch, capsys, argv, fragment):
     assert fragment in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["worker", "serve"])
+def test_a_bad_core_count_stops_the_worker_before_it_starts(
+    monkeypatch, capsys, command
+):
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
+    monkeypatch.setenv("PATIENCE_CORES", "none")
+    assert main([command]) == 2
+    assert "PATIENCE_CORES='none'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_serve_and_study_are_stopped_by_each_signal_even_if_ignored(signum):
     """`stopped_by_signals` (``serve``, ``study``) turns each into an interrupt.
