@@ -118,6 +118,9 @@ def test_a_bad_core_count_is_named(monkeypatch, text):
     monkeypatch.setenv(engines.CORES_ENV, text)
     with pytest.raises(InputError, match=engines.CORES_ENV):
         engines.cores_available()
+
+
+def test_a_proof_needs_a_core():
     with pytest.raises(InputError, match="cores 0"):
         engines.solve(_late_start(5), question=SCORE, cores=0)
 

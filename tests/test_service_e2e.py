@@ -114,7 +114,7 @@ def test_a_dead_end_without_an_encoding_says_how_it_was_proven(api, wait_job):
 
 @needs_prover
 def test_dead_deal_score_comes_with_a_line_that_reaches_it(
-    api, wait_job, wait_certificate
+    api, service_worker, wait_job, wait_certificate
 ):
     position = json.loads((VECTORS / "devils-grip-dead-13-stock.json").read_text())
     body = {"position": position, "question": "score", "time_limit": 30}
@@ -124,9 +124,10 @@ def test_dead_deal_score_comes_with_a_line_that_reaches_it(
     result = view["result"]["result"]
     assert result["status"] == "lost" and result["question"] == "score"
     assert result["best_score"] >= 1
-    # The test worker runs two jobs at once: each gets half its cores.
+    # Each of the worker's concurrent jobs gets its share of the cores.
     run = result["stats"]["run"]
-    cores = os.environ.get(CORES_ENV) or str(job_cores(cores_available(), 2))
+    share = job_cores(cores_available(), service_worker.concurrency)
+    cores = os.environ.get(CORES_ENV) or str(share)
     assert run["cores"] == int(cores)
     portfolio = list(PORTFOLIO["devils-grip"][Question.SCORE])
     alone = list(ONE_CORE["devils-grip"][Question.SCORE])
