@@ -11,9 +11,10 @@ optimal 11 in 0.9 s this way; a whole-formula descent took 17 s.
 
 How (`Neighbourhoods.steps`): windows of `FIRST_WIDTH` slots slide over the
 stock by half a width. A window that finds a line restarts the sweep from the
-new line; a sweep in which no window does grows the width by `GROWTH`, up to
-the whole stock, where the question is the descent's own: there it runs until
-it is answered, and UNSAT then proves the line optimal.
+new line; a sweep in which no window does grows the width by a factor
+(`GROWTH`, or the caller's ``growth``), up to the whole stock, where the
+question is the descent's own: there it runs until it is answered, and UNSAT
+then proves the line optimal.
 
 Why it is sound:
 
@@ -48,6 +49,10 @@ from .devils_grip_sat_lines import trace_line, visited_slots
 #: 6, 7 and 9 of 1-20 in under a second), and its growth after a fruitless sweep.
 FIRST_WIDTH = 18
 GROWTH = 1.5
+#: A growth that goes from the first window straight to the whole stock of a
+#: deal (18 -> 72 slots): one sweep of windows, then the whole formula, which
+#: finds the later lines itself (`devils_grip_sat.ALONE` has the figures).
+ONE_SWEEP = 4.0
 #: Conflicts per oracle call (then the caller may hand over), and the most a
 #: window may take before the next window's turn (the whole formula: no cap).
 CHUNK = 10_000
@@ -95,10 +100,15 @@ class Neighbourhoods:
         bound: ITotalizer | None,
         line: tuple[int, list[dg.Move]],
         improve: Improve,
+        *,
+        growth: float = GROWTH,
     ) -> None:
+        if growth <= 1:
+            raise ValueError(f"windows must grow after a fruitless sweep: {growth}")
         self.enc, self.solver, self.bound = enc, solver, bound
         self.score, self.moves = line
         self.improve = improve
+        self.growth = growth
         self.calls = 0
 
     def run(self, until: float, stop: Callable[[], bool] = lambda: False) -> bool:
@@ -134,7 +144,7 @@ class Neighbourhoods:
             if (yield from self._sweep(k, width)):
                 width = FIRST_WIDTH
             else:
-                width = int(width * GROWTH)
+                width = int(width * self.growth)
 
     def _sweep(self, k: int, width: int) -> Generator[None, None, bool]:
         """Try each window of ``width`` slots; True at the first better line."""

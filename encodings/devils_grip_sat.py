@@ -51,7 +51,7 @@ from verifier.results import (
 )
 
 from . import devils_grip_score as score_mod
-from .devils_grip_lns import Neighbourhoods
+from .devils_grip_lns import GROWTH, ONE_SWEEP, Neighbourhoods
 from .devils_grip_sat_cnf import Encoding, build_encoding
 from .devils_grip_sat_lines import decode
 
@@ -98,6 +98,10 @@ class Plan:
     #: whole-formula descent answers.
     lines_share: float = LINES_SHARE
     lines_cap: float | None = LINES_MAX
+    #: How the neighbourhood search's windows grow after a fruitless sweep
+    #: (`devils_grip_lns.Neighbourhoods`): by default through four widths
+    #: to the whole formula; `devils_grip_lns.ONE_SWEEP` goes there after one.
+    window_growth: float = GROWTH
     #: The SAT solver of the win check and the line search (the core-guided
     #: search runs on its own, `devils_grip_score.CORE_SOLVER`).
     solver: str = SOLVER
@@ -158,7 +162,17 @@ AT_ONCE = Plan(view="grid", line_first=False)
 #: median 4.80 s, the fastest 2.6 s), 0.2 88 (4.27 s), 0.1 89 (3.88 s,
 #: 0.8 s), 0.05 90 (4.35 s, 0.6 s); deals 101-200, 0.4 86 (5.35 s), 0.1 88
 #: (4.23 s).
-ALONE = replace(LINES, beam_share=0.1)
+#: Its windows go to the whole formula after one fruitless sweep of 18
+#: slots (`devils_grip_lns.ONE_SWEEP`) instead of through widths 27, 40
+#: and 60: once the line is near the optimum those sweeps mostly refute
+#: their windows one by one, and the whole formula finds the last better
+#: lines itself (deal 4: 14 in 2.4 s, then UNSAT in 0.9 s; deal 1's 21
+#: fruitless windows took 0.7 s before its 0.9 s proof). Pinned, 10 s, the
+#: two side by side on the two cores: deals 1-100 97 proven against 95
+#: (median proof 2.97 s against 3.47 s), 101-200 97 against 90 (3.05 s
+#: against 3.44 s); one sweep of 12 or of 27 slots first, deals 1-100, 98
+#: and 98 (3.20 s, 3.35 s).
+ALONE = replace(LINES, beam_share=0.1, window_growth=ONE_SWEEP)
 
 
 @dataclass
@@ -479,7 +493,9 @@ def _better_lines(
         for clause in tot.cnf.clauses:
             solver.add_clause(clause)
     improve = partial(_improve, enc, run=run, best=best)
-    lines = Neighbourhoods(enc, solver, tot, (best.score, best.moves), improve)
+    line = (best.score, best.moves)
+    growth = run.plan.window_growth
+    lines = Neighbourhoods(enc, solver, tot, line, improve, growth=growth)
     t0 = time.perf_counter()
     try:
         if lines.run(until, stop=best.settled):
