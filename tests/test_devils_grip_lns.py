@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from dg_brute_force import positions
 from pysat.solvers import Solver
 
 from patience_encodings import devils_grip_lns as lns
 from patience_encodings import devils_grip_sat as sat
+from patience_encodings import known_scores
 from patience_encodings.devils_grip_sat_cnf import build_encoding
 from verifier import devils_grip as dg
 from verifier import devils_grip_beam
@@ -27,7 +29,7 @@ def _replayed(state: dg.State, moves: list[dg.Move]) -> int:
     return dg.score(state)
 
 
-def _search(state: dg.State, line: tuple[int, list[dg.Move]]):
+def _search(state: dg.State, line: tuple[int, list[dg.Move]], growth=lns.GROWTH):
     """Return the encoding, its solver and a `Neighbourhoods` from ``line``."""
     enc = build_encoding(state, Question.SCORE)
     tot = enc.add_score_bound(None, line[0] - 1 - enc.score_offset)
@@ -38,7 +40,8 @@ def _search(state: dg.State, line: tuple[int, list[dg.Move]]):
         assert _replayed(state, moves) == dg.score(final)
         return dg.score(final), moves
 
-    return enc, solver, lns.Neighbourhoods(enc, solver, tot, line, improve)
+    search = lns.Neighbourhoods(enc, solver, tot, line, improve, growth=growth)
+    return enc, solver, search
 
 
 def _beam_line(state: dg.State, width: int) -> tuple[int, list[dg.Move]]:
@@ -106,3 +109,34 @@ def test_the_whole_formula_proves_the_brute_force_optimum():
         assert search.score == best == _replayed(state, search.moves)
         improved += first_score > best
     assert improved  # some first lines were not optimal
+
+
+def _calls_to_prove_optimal(number: int, growth: float) -> int:
+    """Run the search from deal ``number``'s known optimal line (the shipped
+    known-scores file) to its end; return its oracle calls."""
+    entry = known_scores.load()[number]
+    assert entry.settled
+    state = dg.initial_state(dg.numbered_deal(number))
+    moves = dg.parse_moves(" ".join(entry.line))
+    assert _replayed(state, moves) == entry.upper
+    _, solver, search = _search(state, (entry.upper, moves), growth)
+    with solver:
+        assert search.run(time.monotonic() + 60) is True
+    assert search.score == entry.upper
+    return search.calls
+
+
+def test_windows_grow_to_the_whole_formula_at_the_given_pace():
+    """From an optimal line no window finds anything, so every width is swept
+    once before the whole formula proves the line: on a deal's 72 slots,
+    widths 18, 27, 40 and 60 (8 + 6 + 4 + 3 windows) by default, one sweep
+    of 18 with `ONE_SWEEP` -- and both end proving the same optimum."""
+    assert _calls_to_prove_optimal(12, lns.GROWTH) == 8 + 6 + 4 + 3 + 1
+    assert _calls_to_prove_optimal(12, lns.ONE_SWEEP) == 8 + 1
+
+
+@pytest.mark.parametrize("growth", [1.0, 0.5])
+def test_windows_that_would_not_grow_are_refused(growth):
+    state = dg.initial_state(dg.numbered_deal(12))
+    with pytest.raises(ValueError, match="grow"):
+        _search(state, _beam_line(state, 8), growth)
