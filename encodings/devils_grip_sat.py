@@ -153,11 +153,11 @@ LINES = Plan(
 #: a brief beam first costs it these: the beam needs about 0.5 s for its
 #: first line, and without it the solver's first model can take a second.
 AT_ONCE = Plan(view="grid", line_first=False)
-#: `LINES` for a prover alone on its core (``auto`` on one core,
-#: `patience_encodings.engines.ONE_CORE`): a short beam, a tenth of the
+#: `LINES` for a prover alone (``auto`` on one or two cores,
+#: `patience_encodings.engines.FEW_CORES`): a short beam, a tenth of the
 #: limit. Alone, the descent must prove every best score itself, and it
-#: improves a short beam's line fast; in the two-core portfolio the long
-#: beam's early lines restrict the other member. Pinned to one core, 10 s,
+#: improves a short beam's line fast; in the portfolio the long beam's
+#: early lines restrict the other member. Pinned to one core, 10 s,
 #: one run each: deals 1-100, beam 0.4 of the limit 86 proven (proofs
 #: median 4.80 s, the fastest 2.6 s), 0.2 88 (4.27 s), 0.1 89 (3.88 s,
 #: 0.8 s), 0.05 90 (4.35 s, 0.6 s); deals 101-200, 0.4 86 (5.35 s), 0.1 88

@@ -101,15 +101,17 @@ def _devils_grip_cores_or_search(
 #: What ``auto`` runs side by side, per game and question: named provers, one
 #: process each. The machine has few cores: SMT is the slower cross-check and
 #: runs on request; Besieged Fortress's SAT encoding finds wins only in small
-#: positions. For a Devil's Grip best score two members share the two cores:
+#: positions. For a Devil's Grip best score, with more cores than members
+#: (on fewer `FEW_CORES` runs one member instead), two members run side by side:
 #: the SAT prover finding lines for the whole limit (a long beam, then the
 #: neighbourhood search, whose last stage, the whole formula under "one card
 #: fewer", proves its line optimal: `devils_grip_sat.LINES`), whose lines
 #: restrict the other member's short-stacks search as they come; and
-#: `_devils_grip_cores_or_search`. Deals 1-1000 at 10 s (`patience bench
-#: --engine auto --start S --count 100 --time-limit 10 --score`, one run per
-#: hundred): 910 of the 998 lost deals proven, median 4.3 s, 477 by the
-#: first member's descent, 433 by the second's RC2 bound.
+#: `_devils_grip_cores_or_search`. On this machine's two cores, deals 1-1000
+#: at 10 s (`patience bench --engine auto --start S --count 100 --time-limit
+#: 10 --score`, one run per hundred, older code): 910 of the 998 lost deals
+#: proven, median 4.3 s, 477 by the first member's descent, 433 by the
+#: second's RC2 bound.
 PORTFOLIO: dict[str, dict[Question, dict[str, Prover]]] = {
     "devils-grip": {
         Question.VERDICT: {
@@ -152,21 +154,30 @@ def _devils_grip_lines_or_search(
 
 
 #: What ``auto`` runs instead of `PORTFOLIO`, per game and question, when a
-#: proof has fewer cores than the portfolio has members (`cores_available`):
-#: members sharing a core each get part of it, and where one member alone
-#: proves more than the portfolio sharing one core, that member runs alone. A
-#: question not listed keeps its whole portfolio. Measured pinned to one core
-#: (``taskset -c 0``), 10 s a deal: best scores of deals 1-100, `sat-lines`
-#: alone 88 proven, both members sharing the core 53 (two cores, both: 90);
-#: verdicts of deals 1-1000, both members sharing the core: all proven,
+#: proof's cores do not exceed the portfolio's members (`cores_available`):
+#: members sharing a core each get part of it, members filling every core
+#: slow one another, and where one member alone proves more, it runs alone.
+#: A question not listed keeps its whole portfolio. Best scores of Devil's
+#: Grip, 10 s a deal (``patience bench --engine auto --start S --count 100
+#: --time-limit 10 --score``):
+#:
+#: - one core (``taskset -c 0``): this member alone, deals 1-1000, 950 of
+#:   998 proven, median proof 3.2 s; both members sharing the core, deals
+#:   1-100, 53.
+#: - two cores, one run each on one day: this member alone (the other core
+#:   idle), deals 1-100 96 proven (median proof 2.95 s), 101-200 93
+#:   (3.32 s); the portfolio's two members 89 (median time over all 100
+#:   deals 5.4 s against this member's 3.1 s) and 94 (3.52 s); this member
+#:   beside the short-stacks member, 1-100: 94 (median over all 3.6 s);
+#:   beside a second line member with the long beam: 95 (median proof
+#:   3.8 s). Two members filling the two cores slow each other, and the
+#:   second member does not win that back on this machine.
+#:
+#: Verdicts of deals 1-1000, both members sharing one core: all proven,
 #: median 0.063 s, max 2.4 s (`sat` alone: median 0.105 s), so verdicts keep
-#: both.
-#: With this member, pinned to one core, deals 1-1000 at 10 s (``taskset
-#: -c 0 patience bench --engine auto --start S --count 100 --time-limit 10
-#: --score``): 950 of 998 best scores proven, median proof 3.2 s (910, 3.5 s,
-#: before its windows went to the whole formula after one sweep); both
-#: members on two cores, measured earlier, 910.
-ONE_CORE: dict[str, dict[Question, dict[str, Prover]]] = {
+#: both. More cores than members than this machine's two were not measured:
+#: there the portfolio runs.
+FEW_CORES: dict[str, dict[Question, dict[str, Prover]]] = {
     "devils-grip": {Question.SCORE: {"lines-or-search": _devils_grip_lines_or_search}},
 }
 
@@ -223,7 +234,7 @@ def cores_available() -> int:
 
     The CPUs are the process's affinity (what ``taskset`` or a container's
     cpuset allows), not the machine's count, since a portfolio with more
-    members than cores shares them (`ONE_CORE`). A worker that runs several
+    members than cores shares them (`FEW_CORES`). A worker that runs several
     jobs at once sets `CORES_ENV` to each job's share
     (`worker.celery_app.share_cores`).
     """
@@ -249,8 +260,8 @@ def _select(
     chosen = PORTFOLIO.get(game_name, {}).get(question)
     if not chosen:
         return {name: PROVERS[name][game_name] for name in engines_for(game_name)}
-    narrow = ONE_CORE.get(game_name, {}).get(question)
-    return narrow if narrow and cores < len(chosen) else chosen
+    narrow = FEW_CORES.get(game_name, {}).get(question)
+    return narrow if narrow and cores <= len(chosen) else chosen
 
 
 def solve(
@@ -267,8 +278,8 @@ def solve(
     With ``isolate`` (the default) each prover runs in a child process that is
     killed at ``time_limit``; without it the single prover runs in this process
     (for profiling; its limit is then only advisory). ``cores`` is what ``auto``
-    may use (default `cores_available`); with fewer cores than members it runs
-    the game's `ONE_CORE` choice. The answer's stats name the members run.
+    may use (default `cores_available`); with no more cores than members it
+    runs the game's `FEW_CORES` choice. The answer's stats name the members run.
     """
     if not 0 < time_limit <= MAX_TIME_LIMIT:
         raise InputError(

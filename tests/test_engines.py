@@ -125,17 +125,20 @@ def test_a_proof_needs_a_core():
         engines.solve(_late_start(5), question=SCORE, cores=0)
 
 
-def test_on_one_core_auto_runs_the_one_core_member_for_best_scores():
-    """Fewer cores than members: best scores run `ONE_CORE`'s choice alone;
-    verdicts keep the portfolio, which shares one core well."""
+def test_with_few_cores_auto_runs_one_member_for_best_scores():
+    """No more cores than members: best scores run `FEW_CORES`'s choice
+    alone; verdicts keep the portfolio, which shares one core well; with a
+    core to spare the portfolio runs."""
     start = _late_start(5)
     both = list(engines.PORTFOLIO["devils-grip"][SCORE])
-    alone = list(engines.ONE_CORE["devils-grip"][SCORE])
+    alone = list(engines.FEW_CORES["devils-grip"][SCORE])
     assert len(alone) < len(both)
-    result = engines.solve(start, question=SCORE, time_limit=30, cores=1)
-    assert result.score_proven
-    assert result.stats["run"] == {"members": alone, "cores": 1}
-    result = engines.solve(start, question=SCORE, time_limit=30, cores=len(both))
+    for cores in (1, len(both)):
+        result = engines.solve(start, question=SCORE, time_limit=30, cores=cores)
+        assert result.score_proven
+        assert result.stats["run"] == {"members": alone, "cores": cores}
+    spare = len(both) + 1
+    result = engines.solve(start, question=SCORE, time_limit=30, cores=spare)
     assert result.score_proven and result.stats["run"]["members"] == both
     verdict = engines.solve(start, question=Question.VERDICT, time_limit=30, cores=1)
     assert verdict.proven

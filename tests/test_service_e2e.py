@@ -19,7 +19,7 @@ from service_helpers import forged_dead_end, near_win_position
 from patience_encodings import certificates
 from patience_encodings.engines import (
     CORES_ENV,
-    ONE_CORE,
+    FEW_CORES,
     PORTFOLIO,
     cores_available,
     engines_for,
@@ -130,8 +130,8 @@ def test_dead_deal_score_comes_with_a_line_that_reaches_it(
     cores = os.environ.get(CORES_ENV) or str(share)
     assert run["cores"] == int(cores)
     portfolio = list(PORTFOLIO["devils-grip"][Question.SCORE])
-    alone = list(ONE_CORE["devils-grip"][Question.SCORE])
-    assert run["members"] == (alone if run["cores"] < len(portfolio) else portfolio)
+    alone = list(FEW_CORES["devils-grip"][Question.SCORE])
+    assert run["members"] == (alone if run["cores"] <= len(portfolio) else portfolio)
     outcome = _replay(view["result"]["position"], result["line"])
     assert outcome.stuck and outcome.score == result["best_score"]
     reply = wait_certificate(api, view["links"]["certificate"])

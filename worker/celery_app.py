@@ -166,8 +166,8 @@ def share_cores(options: dict[str, Any] | None = None, **_: Any) -> None:
     A worker runs ``--concurrency`` jobs at once, and each proof's ``auto``
     starts one process per portfolio member: two jobs on two cores, each
     with two members, would share one core per job without knowing it, and
-    on best scores two members sharing a core prove much less than one
-    member alone (`patience_encodings.engines.ONE_CORE`). So the worker sets
+    on best scores members that share or fill the cores prove less than one
+    member alone (`patience_encodings.engines.FEW_CORES`). So the worker sets
     `CORES_ENV` for its jobs to its cores divided by its concurrency, unless
     the deployment set it.
     """
