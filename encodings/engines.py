@@ -6,9 +6,10 @@ return its best line so far); the runner makes it real by running provers in
 child processes and killing them at the limit, because CaDiCaL cannot be
 interrupted through pysat.
 
-``auto`` runs the game's portfolio for the question (`PORTFOLIO`), one
-process per member, and returns the first answer that settles the question;
-the others are killed. For the best score the engines also settle it *together*
+``auto`` runs the game's portfolio for the question (`PORTFOLIO`; with no
+more cores than members, `FEW_CORES` where it names a choice), one process
+per member, and returns the first answer that settles the question; the
+others are killed. For the best score the engines also settle it *together*
 (`combine_bounds`): a line from one engine and a proven lower bound from
 another that meet prove the line optimal, although neither engine could say so
 alone. Every line is replayed by the reference engine (`check_result`) before
