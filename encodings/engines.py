@@ -102,8 +102,8 @@ def _devils_grip_cores_or_search(
 #: What ``auto`` runs side by side, per game and question: named provers, one
 #: process each. The machine has few cores: SMT is the slower cross-check and
 #: runs on request; Besieged Fortress's SAT encoding finds wins only in small
-#: positions. For a Devil's Grip best score, with more cores than members
-#: (on fewer `FEW_CORES` runs one member instead), two members run side by side:
+#: positions. For a Devil's Grip best score two members run side by side
+#: when the proof has more cores than members (else `FEW_CORES` runs one):
 #: the SAT prover finding lines for the whole limit (a long beam, then the
 #: neighbourhood search, whose last stage, the whole formula under "one card
 #: fewer", proves its line optimal: `devils_grip_sat.LINES`), whose lines
@@ -171,13 +171,13 @@ def _devils_grip_lines_or_search(
 #:   deals 5.4 s against this member's 3.1 s) and 94 (3.52 s); this member
 #:   beside the short-stacks member, 1-100: 94 (median over all 3.6 s);
 #:   beside a second line member with the long beam: 95 (median proof
-#:   3.8 s). Two members filling the two cores slow each other, and the
-#:   second member does not win that back on this machine.
+#:   3.8 s). No second member on the other core won back what it cost
+#:   the first on this machine.
 #:
 #: Verdicts of deals 1-1000, both members sharing one core: all proven,
 #: median 0.063 s, max 2.4 s (`sat` alone: median 0.105 s), so verdicts keep
-#: both. More cores than members than this machine's two were not measured:
-#: there the portfolio runs.
+#: both. Proofs with more cores than members (three or more here) were not
+#: measured, since this machine has two: there the portfolio runs.
 FEW_CORES: dict[str, dict[Question, dict[str, Prover]]] = {
     "devils-grip": {Question.SCORE: {"lines-or-search": _devils_grip_lines_or_search}},
 }
@@ -234,10 +234,10 @@ def cores_available() -> int:
     process's CPUs.
 
     The CPUs are the process's affinity (what ``taskset`` or a container's
-    cpuset allows), not the machine's count, since a portfolio with more
-    members than cores shares them (`FEW_CORES`). A worker that runs several
-    jobs at once sets `CORES_ENV` to each job's share
-    (`worker.celery_app.share_cores`).
+    cpuset allows), not the machine's count, since a portfolio whose
+    members would share or fill the cores gives way to `FEW_CORES`. A
+    worker that runs several jobs at once sets `CORES_ENV` to each job's
+    share (`worker.celery_app.share_cores`).
     """
     text = os.environ.get(CORES_ENV, "").strip()
     if text:
