@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from patience_encodings import bench_positions, engines
+from patience_encodings import bench_positions, devils_grip_sat, engines, known_scores
 from verifier import devils_grip as dg
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start, start_from_number
@@ -156,6 +156,20 @@ def test_the_one_core_member_finds_lines_early_and_searches_late():
     assert len(late.stock) <= engines.LATE_STOCK
     result = engines._devils_grip_lines_or_search(late, question=SCORE, time_limit=30)
     assert result.engine == "search" and result.score_proven
+
+
+def test_the_one_core_member_proves_a_whole_deals_best_score_on_its_solver():
+    """From a deal's start the member's SAT prover, on `ALONE`'s own solver
+    (MiniCard, not the other plans' Glucose 4), descends to deal 12's best
+    score as the known-scores file has it, proves it, and its line replays."""
+    assert devils_grip_sat.ALONE.solver != devils_grip_sat.LINES.solver
+    start = start_from_number(GAME, 12)
+    result = engines._devils_grip_lines_or_search(
+        start.state, question=SCORE, time_limit=20
+    )
+    assert result.engine == "sat" and result.score_proven
+    assert result.best_score == known_scores.load()[12].upper
+    check_result(GAME, start.state, result)
 
 
 def test_a_named_engine_runs_alone_whatever_the_cores():
