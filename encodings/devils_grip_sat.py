@@ -156,11 +156,11 @@ AT_ONCE = Plan(view="grid", line_first=False)
 #: The one-core member's solver: MiniCard (MiniSat 2.2 underneath; every
 #: constraint stays a clause). It answers the member's calls as often as
 #: Glucose 4 and sooner: pinned, 10 s, side by side with Glucose 4 on the
-#: other core, deals 1-100 93 proven against 94, 101-200 93 against 92,
-#: 201-300 94 against 95 (280 against 281), and the 272 proofs both made
-#: took 1036 s against 1107 s, sooner on 166 of them (medians 3.53, 3.84,
-#: 3.22 s against 3.64, 3.88, 3.51 s). Single calls move by up to four
-#: times with how the formula is built, so only such runs tell.
+#: other core, deals 1-100 93 best scores proven against 94, 101-200 93
+#: against 92, 201-300 93 against 94 (279 against 280), and the 271 proofs
+#: both made took 1035 s against 1107 s, sooner on 165 of them (medians
+#: 3.53, 3.84, 3.25 s against 3.64, 3.88, 3.54 s). Single calls move by up
+#: to four times with how the formula is built, so only such runs tell.
 ALONE_SOLVER = "minicard"
 #: `LINES` for a prover alone (``auto`` on one or two cores,
 #: `patience_encodings.engines.FEW_CORES`): a short beam, a tenth of the
