@@ -153,15 +153,6 @@ LINES = Plan(
 #: a brief beam first costs it these: the beam needs about 0.5 s for its
 #: first line, and without it the solver's first model can take a second.
 AT_ONCE = Plan(view="grid", line_first=False)
-#: The one-core member's solver: MiniCard (MiniSat 2.2 underneath; every
-#: constraint stays a clause). It answers the member's calls as often as
-#: Glucose 4 and sooner: pinned, 10 s, side by side with Glucose 4 on the
-#: other core, deals 1-100 93 best scores proven against 94, 101-200 93
-#: against 92, 201-300 93 against 94 (279 against 280), and the 271 proofs
-#: both made took 1035 s against 1107 s, sooner on 165 of them (medians
-#: 3.53, 3.84, 3.25 s against 3.64, 3.88, 3.54 s). Single calls move by up
-#: to four times with how the formula is built, so only such runs tell.
-ALONE_SOLVER = "minicard"
 #: `LINES` for a prover alone (``auto`` on one or two cores,
 #: `patience_encodings.engines.FEW_CORES`): a short beam, a tenth of the
 #: limit. Alone, the descent must prove every best score itself, and it
@@ -181,8 +172,7 @@ ALONE_SOLVER = "minicard"
 #: (median proof 2.97 s against 3.47 s), 101-200 97 against 90 (3.05 s
 #: against 3.44 s); one sweep of 12 or of 27 slots first, deals 1-100, 98
 #: and 98 (3.20 s, 3.35 s).
-#: Its solver is MiniCard (`ALONE_SOLVER`).
-ALONE = replace(LINES, beam_share=0.1, window_growth=ONE_SWEEP, solver=ALONE_SOLVER)
+ALONE = replace(LINES, beam_share=0.1, window_growth=ONE_SWEEP)
 
 
 @dataclass
