@@ -235,14 +235,29 @@ def test_each_single_view_plan_proves_the_exhaustive_best_score(plan):
             assert "core_bounds" not in result.stats
 
 
-def test_lines_all_along_prove_a_whole_deal_by_the_descent():
+@pytest.mark.parametrize(
+    ("plan", "time_limit"),
+    [
+        (
+            sat.Plan(
+                view="links",
+                beam_share=0.05,
+                beam_cap=0.5,
+                lines_share=1.0,
+                lines_cap=None,
+            ),
+            60,
+        ),
+        # The one-core member: one sweep of windows, then the whole formula.
+        (sat.ALONE, 20),
+    ],
+    ids=["windows-grow", "alone"],
+)
+def test_lines_all_along_prove_a_whole_deal_by_the_descent(plan, time_limit):
     """Deal 12 (best score 6): with the line search given the whole limit,
     its last stage (the whole formula under "one card fewer") is the proof."""
-    plan = sat.Plan(
-        view="links", beam_share=0.05, beam_cap=0.5, lines_share=1.0, lines_cap=None
-    )
     state = dg.initial_state(dg.numbered_deal(12))
-    result = sat.prove(state, question=Question.SCORE, time_limit=60, plan=plan)
+    result = sat.prove(state, question=Question.SCORE, time_limit=time_limit, plan=plan)
     assert result.score_proven and result.best_score == 6
     check_result(dg.GAME, state, result)
     assert "totalizer UNSAT at 5" in result.method

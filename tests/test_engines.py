@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from patience_encodings import bench_positions, engines, known_scores
+from patience_encodings import bench_positions, engines
 from verifier import devils_grip as dg
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start, start_from_number
@@ -156,20 +156,6 @@ def test_the_one_core_member_finds_lines_early_and_searches_late():
     assert len(late.stock) <= engines.LATE_STOCK
     result = engines._devils_grip_lines_or_search(late, question=SCORE, time_limit=30)
     assert result.engine == "search" and result.score_proven
-
-
-def test_the_one_core_member_proves_a_whole_deals_best_score():
-    """From a deal's start the member's SAT prover (`devils_grip_sat.ALONE`:
-    short beam, one sweep of windows, then the whole formula) descends to
-    deal 12's best score as the known-scores file has it, proves it, and
-    its line replays."""
-    start = start_from_number(GAME, 12)
-    result = engines._devils_grip_lines_or_search(
-        start.state, question=SCORE, time_limit=20
-    )
-    assert result.engine == "sat" and result.score_proven
-    assert result.best_score == known_scores.load()[12].upper
-    check_result(GAME, start.state, result)
 
 
 def test_a_named_engine_runs_alone_whatever_the_cores():
