@@ -14,11 +14,20 @@ change to the formula directly. The answer must be UNSAT (a model would be
 a line better than the best score: a bug, and the run stops on it). The
 limit is enforced by interrupting the solver, so only solvers pysat can
 interrupt are offered.
+
+``--at-best`` asks the other half of a proof instead: a line leaving at
+most ``b`` cards, from scratch (SAT; UNSAT would contradict the known line).
+Together the two are a floor for a whole proof on this formula and solver:
+what it costs when the best score is handed over and only the two calls
+are left. A summary line follows the table: median, 90th percentile and
+largest seconds, and how many calls took at most half a second.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,21 +35,62 @@ from . import known_scores
 from .bench import numbers_option
 from .calibration import last_call
 
+#: Seconds a call may take and count as fast in the summary: issue 4's
+#: median target for a whole best-score proof.
+FAST = 0.5
 #: Solvers whose calls pysat can interrupt at the time limit.
 SOLVERS = ("g4", "g3", "m22", "mc")
 
 
 def timed_last_call(
-    number: int, best: int, limit: float, solver: str, *, cells: bool = True
-) -> tuple[str, str]:
-    """Return (seconds or "over LIMIT s", conflicts) of "below ``best``" on deal
-    ``number``; raise if a line below the best score turns up. ``cells=False``
-    leaves the cells' count out (`build_encoding`), for a before-and-after."""
-    call = last_call(number, best, limit, solver, cells=cells)
-    if call.answer:
+    number: int,
+    best: int,
+    limit: float,
+    solver: str,
+    *,
+    cells: bool = True,
+    merge_count: bool = False,
+    at_best: bool = False,
+) -> tuple[float | None, str]:
+    """Return (seconds, or None past ``limit``; conflicts) of "below ``best``"
+    on deal ``number``, or with ``at_best`` of "at most ``best``"; raise if the
+    answer contradicts the best score. ``cells=False`` leaves the cells'
+    count out and ``merge_count=True`` adds the merge count (`build_encoding`),
+    for a before-and-after."""
+    call = last_call(
+        number,
+        best,
+        limit,
+        solver,
+        cells=cells,
+        merge_count=merge_count,
+        slack=int(at_best),
+    )
+    if at_best and call.answer is False:
+        raise AssertionError(f"deal {number}: no line at its best score {best}")
+    if not at_best and call.answer:
         raise AssertionError(f"deal {number}: a line below its best score {best}")
-    seconds = f"{call.solve:.1f} s" if call.answer is False else f"over {limit:g} s"
+    seconds = None if call.answer is None else call.solve
     return seconds, f"{call.conflicts / 1000:.0f}k"
+
+
+def summary(seconds: Sequence[float | None], limit: float) -> str:
+    """Return one line on the calls' seconds (None: past ``limit``, counted
+    as slower than every answered call)."""
+    if not seconds:
+        return "no calls"
+    ranked = sorted(math.inf if s is None else s for s in seconds)
+
+    def shown(value: float) -> str:
+        return f"over {limit:g} s" if value == math.inf else f"{value:.2f} s"
+
+    p90 = ranked[math.ceil(0.9 * len(ranked)) - 1]
+    over = ranked.count(math.inf)
+    return (
+        f"{len(ranked)} calls: median {shown(statistics.median_low(ranked))}, "
+        f"p90 {shown(p90)}, max {shown(ranked[-1])}; "
+        f"{sum(s <= FAST for s in ranked)} within {FAST:g} s, {over} over {limit:g} s"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,6 +102,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--solver", choices=SOLVERS, default="g4")
     parser.add_argument("--known", default=str(known_scores.SHIPPED))
     parser.add_argument(
+        "--at-best",
+        action="store_true",
+        help="ask for a line at the best score from scratch (SAT) instead",
+    )
+    parser.add_argument(
+        "--merge-count",
+        action="store_true",
+        help="the formula with the merge count (Encoding.encode_merge_count)",
+    )
+    parser.add_argument(
         "--no-cells",
         action="store_true",
         help="the formula without the cells' count (Encoding.encode_cells)",
@@ -60,15 +120,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     known = known_scores.load(Path(args.known))
     print("| deal | best score | seconds | conflicts |")
     print("|---|---|---|---|")
+    times: list[float | None] = []
     for number in args.numbers:
         entry = known.get(number)
         if entry is None or not entry.settled:
             print(f"| {number} | unknown | — | — |", flush=True)
             continue
         seconds, conflicts = timed_last_call(
-            number, entry.upper, args.time_limit, args.solver, cells=not args.no_cells
+            number,
+            entry.upper,
+            args.time_limit,
+            args.solver,
+            cells=not args.no_cells,
+            merge_count=args.merge_count,
+            at_best=args.at_best,
         )
-        print(f"| {number} | {entry.upper} | {seconds} | {conflicts} |", flush=True)
+        times.append(seconds)
+        shown = f"over {args.time_limit:g} s" if seconds is None else f"{seconds:.1f} s"
+        print(f"| {number} | {entry.upper} | {shown} | {conflicts} |", flush=True)
+    print(summary(times, args.time_limit))
     return 0
 
 

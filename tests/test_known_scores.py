@@ -213,7 +213,8 @@ def test_last_call_benchmark_refutes_one_card_fewer(tmp_path, capsys):
     assert bench_last_call.main(argv) == 0
     out = capsys.readouterr().out
     assert "| 12 | 6 | " in out and "| 54 | unknown |" in out
-    assert "over" not in out
+    assert not any(row.startswith("| 12 ") and "over" in row for row in out.split("\n"))
+    assert out.strip().splitlines()[-1].endswith("0 over 60 s")
     wrong = tmp_path / "wrong.jsonl"
     record = json.loads(known_scores.SHIPPED.read_text().splitlines()[11])
     assert record["number"] == 12
@@ -221,6 +222,33 @@ def test_last_call_benchmark_refutes_one_card_fewer(tmp_path, capsys):
     wrong.write_text(json.dumps(record) + "\n")
     with pytest.raises(AssertionError, match="a line below its best score 7"):
         bench_last_call.main(["--numbers", "12", "--known", str(wrong)])
+
+
+def test_last_call_benchmark_at_best_finds_the_line_and_sums_up(tmp_path, capsys):
+    """``--at-best`` asks deal 12 for a line leaving at most its 6 cards (found
+    from scratch); the summary counts the one call; a file claiming 5 is
+    caught, since "at most 5" is then refuted."""
+    argv = ["--numbers", "12", "--time-limit", "60", "--at-best"]
+    assert bench_last_call.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| 12 | 6 | " in out and "over" not in out.split("\n")[2]
+    assert out.strip().splitlines()[-1].startswith("1 calls: median ")
+    assert out.strip().endswith("0 over 60 s")
+    wrong = tmp_path / "wrong.jsonl"
+    record = json.loads(known_scores.SHIPPED.read_text().splitlines()[11])
+    record["lower"] = record["upper"] = 5  # as if 5 were proven best
+    wrong.write_text(json.dumps(record) + "\n")
+    with pytest.raises(AssertionError, match="no line at its best score 5"):
+        bench_last_call.main(argv + ["--known", str(wrong)])
+
+
+def test_last_call_summary_ranks_calls_past_the_limit_last():
+    line = bench_last_call.summary([0.1, 0.3, 2.0, None], 20)
+    assert line == (
+        "4 calls: median 0.30 s, p90 over 20 s, max over 20 s; "
+        "2 within 0.5 s, 1 over 20 s"
+    )
+    assert bench_last_call.summary([], 20) == "no calls"
 
 
 def test_summary_counts_only_settled_best_scores():
