@@ -154,11 +154,16 @@ LINES = Plan(
 #: first line, and without it the solver's first model can take a second.
 AT_ONCE = Plan(view="grid", line_first=False)
 #: `LINES` for a prover alone (``auto`` on one or two cores,
-#: `patience_encodings.engines.FEW_CORES`): a short beam, a tenth of the
-#: limit. Alone, the descent must prove every best score itself, and it
-#: improves a short beam's line fast; in the portfolio the long beam's
-#: early lines restrict the other member. Pinned to one core, 10 s,
-#: one run each: deals 1-100, beam 0.4 of the limit 86 proven (proofs
+#: `patience_encodings.engines.FEW_CORES`): a short beam, a twentieth of
+#: the limit (a tenth until the merge count left the score formula, which
+#: made the descent faster: pinned, 10 s, deals 1-100 and 101-200, 0.05
+#: proved 100 and 99 with median proofs 1.61 and 1.55 s, against 0.1's
+#: 100 and 99, 1.82 and 2.04 s, the same day; sooner on 77 and 87 of the
+#: proofs both made; 0.02 100 and 100, 1.70 s on 101-200). Alone, the
+#: descent must prove every best score itself, and it improves a short
+#: beam's line fast; in the portfolio the long beam's early lines restrict
+#: the other member. Pinned to one core, 10 s, one run each, the merge
+#: count still in: deals 1-100, beam 0.4 of the limit 86 proven (proofs
 #: median 4.80 s, the fastest 2.6 s), 0.2 88 (4.27 s), 0.1 89 (3.88 s,
 #: 0.8 s), 0.05 90 (4.35 s, 0.6 s); deals 101-200, 0.4 86 (5.35 s), 0.1 88
 #: (4.23 s).
@@ -172,7 +177,7 @@ AT_ONCE = Plan(view="grid", line_first=False)
 #: (median proof 2.97 s against 3.47 s), 101-200 97 against 90 (3.05 s
 #: against 3.44 s); one sweep of 12 or of 27 slots first, deals 1-100, 98
 #: and 98 (3.20 s, 3.35 s).
-ALONE = replace(LINES, beam_share=0.1, window_growth=ONE_SWEEP)
+ALONE = replace(LINES, beam_share=0.05, window_growth=ONE_SWEEP)
 
 
 @dataclass

@@ -272,8 +272,11 @@ def test_core_trimming_given_way_keeps_the_core_in_hand(links_rc2):
     rc2, everything_linked = links_rc2
     assert rc2._call_oracle(everything_linked) is False
     rc2.core = core = rc2.oracle.get_core()
-    rc2.oracle.conf_budget(1)  # a line exists, but not within 1 conflict
-    assert rc2.oracle.solve_limited(assumptions=[]) is None
+    # A line exists: one conflict leaves the call undecided, or (the formula
+    # without the merge count) finds it; either way the oracle holds no core.
+    rc2.oracle.conf_budget(1)
+    assert rc2.oracle.solve_limited(assumptions=[]) is not False
+    assert rc2.oracle.get_core() is None
     rc2.pause_after = rc2.conflicts()
     rc2.trim_core()
     assert rc2.core == core
