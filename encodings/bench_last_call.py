@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import known_scores
-from .bench import numbers_option
+from .bench import numbers_option, percentile
 from .calibration import last_call
 
 #: Seconds a call may take and count as fast in the summary: issue 4's
@@ -74,21 +74,25 @@ def timed_last_call(
     return seconds, f"{call.conflicts / 1000:.0f}k"
 
 
+def shown(seconds: float | None, limit: float, places: int = 1) -> str:
+    """Return ``seconds`` as printed ("over LIMIT s" for None or infinity:
+    the call was interrupted at ``limit``)."""
+    if seconds is None or seconds == math.inf:
+        return f"over {limit:g} s"
+    return f"{seconds:.{places}f} s"
+
+
 def summary(seconds: Sequence[float | None], limit: float) -> str:
     """Return one line on the calls' seconds (None: past ``limit``, counted
     as slower than every answered call)."""
     if not seconds:
         return "no calls"
     ranked = sorted(math.inf if s is None else s for s in seconds)
-
-    def shown(value: float) -> str:
-        return f"over {limit:g} s" if value == math.inf else f"{value:.2f} s"
-
-    p90 = ranked[math.ceil(0.9 * len(ranked)) - 1]
+    median, p90 = statistics.median_low(ranked), percentile(ranked, 0.9)
     over = ranked.count(math.inf)
     return (
-        f"{len(ranked)} calls: median {shown(statistics.median_low(ranked))}, "
-        f"p90 {shown(p90)}, max {shown(ranked[-1])}; "
+        f"{len(ranked)} calls: median {shown(median, limit, 2)}, "
+        f"p90 {shown(p90, limit, 2)}, max {shown(ranked[-1], limit, 2)}; "
         f"{sum(s <= FAST for s in ranked)} within {FAST:g} s, {over} over {limit:g} s"
     )
 
@@ -136,8 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             at_best=args.at_best,
         )
         times.append(seconds)
-        shown = f"over {args.time_limit:g} s" if seconds is None else f"{seconds:.1f} s"
-        print(f"| {number} | {entry.upper} | {shown} | {conflicts} |", flush=True)
+        cell = shown(seconds, args.time_limit)
+        print(f"| {number} | {entry.upper} | {cell} | {conflicts} |", flush=True)
     print(summary(times, args.time_limit))
     return 0
 
