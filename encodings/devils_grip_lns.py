@@ -14,7 +14,16 @@ stock by half a width. A window that finds a line restarts the sweep from the
 new line; a sweep in which no window does grows the width by a factor
 (`GROWTH`, or the caller's ``growth``), up to the whole stock, where the
 question is the descent's own: there it runs until it is answered, and UNSAT
-then proves the line optimal.
+then proves the line optimal. A line the whole formula finds gets one sweep
+of `FIRST_WIDTH` windows of its own (a few milliseconds each), and if none
+of them improves it the whole formula has the next turn at once, not the
+growing widths again: from a line near the optimum, the next better line
+often differs from it in a window, where it costs milliseconds instead of
+seconds (deal 136: 20, 19, 18 and 17 by windows in 0.2 s). Pinned, 10 s,
+side by side with the code before (whole formula after whole formula, no
+windows between) on the two cores, deals 1-100, 101-200 and 601-700: 299
+against 297 best scores proven (136 besides), the 298 proofs both made
+584 s against 611 s, sooner on 174.
 
 Why it is sound:
 
@@ -127,10 +136,13 @@ class Neighbourhoods:
 
         Returns True once the whole formula refutes "one card fewer" (the line
         is optimal), or at once when the line leaves no unlinked piece to
-        count; it never returns otherwise (the caller stops it).
+        count; it never returns otherwise (the caller stops it). After the
+        whole formula's first turn, a fruitless sweep hands back to it at
+        once instead of growing the windows (module docstring).
         """
         n = self.enc.layout.n
         width = FIRST_WIDTH
+        whole = False  # the whole formula has had its turn
         while True:
             k = self.score - 1 - self.enc.score_offset
             if self.bound is None or k < 0:
@@ -140,9 +152,12 @@ class Neighbourhoods:
                 if status is False:
                     return True
                 self._take(status)
+                whole, width = True, FIRST_WIDTH
                 continue
             if (yield from self._sweep(k, width)):
                 width = FIRST_WIDTH
+            elif whole:
+                width = n
             else:
                 width = int(width * self.growth)
 

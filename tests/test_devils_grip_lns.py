@@ -8,6 +8,7 @@ must agree with an unpruned brute force.
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 
 import pytest
 from dg_brute_force import positions
@@ -143,3 +144,39 @@ def test_windows_that_would_not_grow_are_refused(growth):
         lns.Neighbourhoods(
             None, None, None, (1, []), lambda model: (0, []), growth=growth
         )
+
+
+def test_a_whole_formula_line_gets_one_sweep_then_the_whole_formula_again():
+    """Deal 12 from the beam's narrowest line (16; best score 6), default
+    growth: the first sweeps grow to the whole formula, but once it has had
+    a turn, every line it finds is followed by one sweep of first-width
+    windows (8 on 72 slots), and a fruitless sweep hands straight back to
+    it instead of growing through 27, 40 and 60 again."""
+    state = dg.initial_state(dg.numbered_deal(12))
+    line = _beam_line(state, 8)
+    assert line[0] == 16
+    _, solver, search = _search(state, line)
+    kinds: list[str] = []
+    ask = search._ask
+
+    def recorded(assumptions: list[int], cap: int | None):
+        status = yield from ask(assumptions, cap)
+        kinds.append(("window" if cap else "whole", bool(status)))
+        return status
+
+    search._ask = recorded
+    with solver:
+        assert search.run(time.monotonic() + 60) is True
+    assert search.score == 6 == _replayed(state, search.moves)
+    first_whole = next(i for i, (kind, _) in enumerate(kinds) if kind == "whole")
+    after = kinds[first_whole:]
+    assert after[-1] == ("whole", False)  # the proof
+    fruitless = 0
+    for (kind, found), (next_kind, _) in pairwise(after):
+        if kind == "whole":
+            assert found and next_kind == "window"  # a line, then its sweep
+        fruitless = fruitless + 1 if (kind, found) == ("window", False) else 0
+        assert fruitless <= 8
+        if fruitless == 8:
+            assert next_kind == "whole"
+    assert sum(kind == "whole" for kind, _ in after) >= 3
