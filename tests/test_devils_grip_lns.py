@@ -156,7 +156,7 @@ def test_a_whole_formula_line_gets_one_sweep_then_the_whole_formula_again():
     line = _beam_line(state, 8)
     assert line[0] == 16
     _, solver, search = _search(state, line)
-    kinds: list[str] = []
+    kinds: list[tuple[str, bool]] = []
     ask = search._ask
 
     def recorded(assumptions: list[int], cap: int | None):

@@ -203,6 +203,20 @@ def test_view_benchmark_with_the_known_line_in_hand(tmp_path, capsys):
     assert record["score_proven"] and record["line"] == list(SHIPPED[12].line)
 
 
+def _claiming(entry: KnownScore, best: int, path):
+    """Write a known-scores file in which ``entry``'s best score is ``best``
+    (proven, as it claims), and return its path."""
+    known_scores.save([replace(entry, lower=best, upper=best)], path)
+    return path
+
+
+def _answered(out: str, number: int) -> bool:
+    """Whether deal ``number``'s row of a last-call table has its seconds
+    (not "over" the limit)."""
+    rows = [row for row in out.split("\n") if row.startswith(f"| {number} | ")]
+    return bool(rows) and not any("over" in row for row in rows)
+
+
 def test_last_call_benchmark_refutes_one_card_fewer(tmp_path, capsys):
     """Deal 12's best score is 6: "5 or fewer" is refuted; a deal whose best
     score is unknown is skipped; a file claiming 7 is caught, since the call
@@ -213,13 +227,9 @@ def test_last_call_benchmark_refutes_one_card_fewer(tmp_path, capsys):
     assert bench_last_call.main(argv) == 0
     out = capsys.readouterr().out
     assert "| 12 | 6 | " in out and "| 54 | unknown |" in out
-    assert not any(row.startswith("| 12 ") and "over" in row for row in out.split("\n"))
+    assert _answered(out, 12)
     assert out.strip().splitlines()[-1].endswith("0 over 60 s")
-    wrong = tmp_path / "wrong.jsonl"
-    record = json.loads(known_scores.SHIPPED.read_text().splitlines()[11])
-    assert record["number"] == 12
-    record["lower"] = record["upper"] = 7  # as if 7 were proven best
-    wrong.write_text(json.dumps(record) + "\n")
+    wrong = _claiming(SHIPPED[12], 7, tmp_path / "wrong.jsonl")
     with pytest.raises(AssertionError, match="a line below its best score 7"):
         bench_last_call.main(["--numbers", "12", "--known", str(wrong)])
 
@@ -232,13 +242,10 @@ def test_last_call_benchmark_at_best_finds_the_line_and_sums_up(tmp_path, capsys
     assert bench_last_call.main(argv) == 0
     out = capsys.readouterr().out
     assert "| 12 | 6 | " in out
-    assert not any(row.startswith("| 12 ") and "over" in row for row in out.split("\n"))
+    assert _answered(out, 12)
     assert out.strip().splitlines()[-1].startswith("1 calls: median ")
     assert out.strip().endswith("0 over 60 s")
-    wrong = tmp_path / "wrong.jsonl"
-    record = json.loads(known_scores.SHIPPED.read_text().splitlines()[11])
-    record["lower"] = record["upper"] = 5  # as if 5 were proven best
-    wrong.write_text(json.dumps(record) + "\n")
+    wrong = _claiming(SHIPPED[12], 5, tmp_path / "wrong.jsonl")
     with pytest.raises(AssertionError, match="no line at its best score 5"):
         bench_last_call.main(argv + ["--known", str(wrong)])
 
