@@ -9,22 +9,27 @@ and free inside it, "one card fewer" is a small question: UNSAT in
 milliseconds, or a better line. On deal 7 the beam's line of 13 becomes the
 optimal 11 in 0.9 s this way; a whole-formula descent took 17 s.
 
-How (`Neighbourhoods.steps`): windows of `FIRST_WIDTH` slots slide over the
-stock by half a width. A window that finds a line restarts the sweep from the
-new line; a sweep in which no window does grows the width by a factor
-(`GROWTH`, or the caller's ``growth``), up to the whole stock, where the
-question is the descent's own: there it runs until it is answered, and UNSAT
-then proves the line optimal. A line the whole formula finds gets one sweep
+How (`Neighbourhoods.steps`): each new line is first asked for one card
+fewer with every card it links in full kept linked (`kept_links`). The
+whole stock stays free; only *which* cards end linked is held, so the
+question is close to a verdict ("link all of these and one more"), answered
+in 0.01-0.15 s on deals 1-12, and it often finds the next line. Then
+windows of `FIRST_WIDTH` slots slide over the stock by half a width. A
+window that finds a line restarts from the new line; a sweep in which no
+window does grows the width by a factor (`GROWTH`, or the caller's
+``growth``), up to the whole stock, where the question is the descent's
+own: there it runs until it is answered, and UNSAT then proves the line
+optimal. A line the whole formula finds gets its kept links and one sweep
 of `FIRST_WIDTH` windows of its own (a few milliseconds each), and if none
 of them improves it the whole formula has the next turn at once, not the
 growing widths again: from a line near the optimum, the next better line
 often differs from it in a window, where it costs milliseconds instead of
 seconds (deal 136: after the whole formula's 19, windows found 18 and 17
-within 0.05 s; each had taken it about 3 s). Pinned, 10 s,
-side by side with the code before (whole formula after whole formula, no
-windows between) on the two cores, deals 1-100, 101-200 and 601-700: 299
-against 297 best scores proven (136 besides), the 298 proofs both made
-584 s against 611 s, sooner on 174.
+within 0.05 s; each had taken it about 3 s). Pinned, 10 s, side by side
+with the code before (whole formula after whole formula, no windows
+between) on the two cores, deals 1-100, 101-200 and 601-700: 299 against
+297 best scores proven (136 besides), the 298 proofs both made 584 s
+against 611 s, sooner on 174.
 
 Why it is sound:
 
@@ -40,11 +45,17 @@ Why it is sound:
   merge slots and exchanges copies, never changing which slots merge or deal.
   So every window admits the current line's normal form, and its question
   "one card fewer" is the only one left open.
+- The kept links are assumptions of the same kind: "linked in the end"
+  (``B_x,hi``) for each copy of a card whose every linkable copy the line
+  links. Normalizing may exchange the two copies of a card, but never
+  changes how many copies of each card end linked, so the line's normal
+  form keeps them too.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 
 from pysat.card import ITotalizer
@@ -94,6 +105,24 @@ def event_literals(enc: Encoding, moves: Sequence[dg.Move]) -> list[list[int]]:
     return pattern
 
 
+def kept_links(enc: Encoding, moves: Sequence[dg.Move]) -> list[int]:
+    """Return ``B_x,hi`` ("linked in the end") for every copy of each card
+    whose every linkable copy the line links.
+
+    Held per card, not per copy: a line's normal form may link the other
+    copy of a card (module docstring), but links as many copies of it.
+    """
+    layout = enc.layout
+    linked = trace_line(layout, moves).onto
+    linkable = layout.linkable()
+    loose = {layout.pieces[x].card for x in linkable if x not in linked}
+    return [
+        enc.var_by(x, layout.hi(x))
+        for x in linkable
+        if layout.pieces[x].card not in loose
+    ]
+
+
 class Neighbourhoods:
     """Large-neighbourhood search for lines leaving fewer cards.
 
@@ -119,7 +148,18 @@ class Neighbourhoods:
         self.score, self.moves = line
         self.improve = improve
         self.growth = growth
-        self.calls = 0
+        #: Every oracle call: its neighbourhood (``"kept"``, ``"window"`` or
+        #: ``"whole"``) and whether it found a better line (None: capped).
+        self.log: list[tuple[str, bool | None]] = []
+
+    @property
+    def calls(self) -> int:
+        """The oracle calls made so far."""
+        return len(self.log)
+
+    def lines_by(self) -> dict[str, int]:
+        """Return how many better lines each neighbourhood found."""
+        return dict(Counter(kind for kind, found in self.log if found))
 
     def run(self, until: float, stop: Callable[[], bool] = lambda: False) -> bool:
         """Run `steps` until the ``until`` instant or ``stop()``; True if the
@@ -144,12 +184,18 @@ class Neighbourhoods:
         n = self.enc.layout.n
         width = FIRST_WIDTH
         whole = False  # the whole formula has had its turn
+        kept = None  # the score whose kept links were last asked
         while True:
             k = self.score - 1 - self.enc.score_offset
             if self.bound is None or k < 0:
                 return True
+            if kept != self.score:
+                kept = self.score
+                if (yield from self._kept(k)):
+                    width = FIRST_WIDTH
+                    continue
             if width >= n:
-                status = yield from self._ask([-self.bound.rhs[k]], cap=None)
+                status = yield from self._ask("whole", [-self.bound.rhs[k]], cap=None)
                 if status is False:
                     return True
                 self._take(status)
@@ -161,6 +207,15 @@ class Neighbourhoods:
                 width = n
             else:
                 width = int(width * self.growth)
+
+    def _kept(self, k: int) -> Generator[None, None, bool]:
+        """Ask "one card fewer" with the line's `kept_links`; True at a better line."""
+        assert self.bound is not None
+        kept = kept_links(self.enc, self.moves)
+        assumptions = [-self.bound.rhs[k], *kept]
+        status = yield from self._ask("kept", assumptions, cap=WINDOW_CONFLICTS)
+        self._take(status)
+        return bool(status)
 
     def _sweep(self, k: int, width: int) -> Generator[None, None, bool]:
         """Try each window of ``width`` slots; True at the first better line."""
@@ -174,7 +229,7 @@ class Neighbourhoods:
                 for lit in lits
             ]
             status = yield from self._ask(
-                [-self.bound.rhs[k], *fixed], cap=WINDOW_CONFLICTS
+                "window", [-self.bound.rhs[k], *fixed], cap=WINDOW_CONFLICTS
             )
             if status:
                 self._take(status)
@@ -182,22 +237,24 @@ class Neighbourhoods:
         return False
 
     def _ask(
-        self, assumptions: list[int], cap: int | None
+        self, kind: str, assumptions: list[int], cap: int | None
     ) -> Generator[None, None, bool | None]:
         """Solve in `CHUNK`-conflict calls, at most ``cap`` conflicts in all.
 
-        Returns the status (None: the cap came first); yields between calls.
+        Returns the status (None: the cap came first), logged under ``kind``;
+        yields between calls.
         """
         spent = 0
-        self.calls += 1
+        status = None
         while cap is None or spent < cap:
             self.solver.conf_budget(CHUNK)
             status = self.solver.solve_limited(assumptions=assumptions)
             if status is not None:
-                return status
+                break
             spent += CHUNK
             yield None
-        return None
+        self.log.append((kind, status))
+        return status
 
     def _take(self, status: bool | None) -> None:
         """Adopt the line of the model just found (a better one, or a bug)."""

@@ -510,6 +510,7 @@ def _better_lines(
     finally:
         run.stats["lns_s"] = round(time.perf_counter() - t0, 4)
         run.stats["lns_calls"] = lines.calls
+        run.stats["lns_lines"] = lines.lines_by()
 
 
 def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:

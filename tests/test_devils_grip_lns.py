@@ -18,6 +18,7 @@ from patience_encodings import devils_grip_lns as lns
 from patience_encodings import devils_grip_sat as sat
 from patience_encodings import known_scores
 from patience_encodings.devils_grip_sat_cnf import build_encoding
+from patience_encodings.devils_grip_sat_lines import trace_line
 from verifier import devils_grip as dg
 from verifier import devils_grip_beam
 from verifier import devils_grip_search_model as sm
@@ -66,6 +67,32 @@ def test_a_line_satisfies_its_own_event_pattern():
         assert not solver.solve(
             assumptions=[-tot.rhs[score - 1 - enc.score_offset], *fixed]
         )
+
+
+@pytest.mark.parametrize("number", [3, 12])
+def test_a_line_satisfies_its_own_kept_links(number):
+    """With every card the line links in full held linked, "at most its
+    score" has a model and "one card fewer" is the open question: the kept
+    links admit the line's normal form (the module docstring's argument),
+    and they hold exactly the copies of the cards whose every linkable copy
+    the line links."""
+    state = dg.initial_state(dg.numbered_deal(number))
+    score, moves = _beam_line(state, 32)
+    enc = build_encoding(state, Question.SCORE)
+    tot = enc.add_score_bound(None, score - enc.score_offset)
+    kept = lns.kept_links(enc, moves)
+    layout = enc.layout
+    linked = trace_line(layout, moves).onto
+    copies: dict[object, list[int]] = {}
+    for x in layout.linkable():
+        copies.setdefault(layout.pieces[x].card, []).append(x)
+    full = [x for xs in copies.values() if all(x in linked for x in xs) for x in xs]
+    assert kept == [enc.var_by(x, layout.hi(x)) for x in sorted(full)]
+    assert len(full) < len(linked)  # some card has a copy linked, one not
+    with Solver(name=sat.SOLVER, bootstrap_with=enc.clauses) as solver:
+        assert solver.solve(assumptions=[-tot.rhs[score - enc.score_offset], *kept])
+        found, _ = sat.model_line(enc, solver.get_model())
+    assert _replayed(state, found) <= score
 
 
 def test_deal_7_reaches_its_optimum_from_the_beams_line():
@@ -128,12 +155,13 @@ def _calls_to_prove_optimal(number: int, growth: float) -> int:
 
 
 def test_windows_grow_to_the_whole_formula_at_the_given_pace():
-    """From an optimal line no window finds anything, so every width is swept
-    once before the whole formula proves the line: on a deal's 72 slots,
-    widths 18, 27, 40 and 60 (8 + 6 + 4 + 3 windows) by default, one sweep
-    of 18 with `ONE_SWEEP` -- and both end proving the same optimum."""
-    assert _calls_to_prove_optimal(12, lns.GROWTH) == 8 + 6 + 4 + 3 + 1
-    assert _calls_to_prove_optimal(12, lns.ONE_SWEEP) == 8 + 1
+    """From an optimal line no neighbourhood finds anything, so the kept
+    links are asked once and every width is swept once before the whole
+    formula proves the line: on a deal's 72 slots, widths 18, 27, 40 and 60
+    (8 + 6 + 4 + 3 windows) by default, one sweep of 18 with `ONE_SWEEP` --
+    and both end proving the same optimum."""
+    assert _calls_to_prove_optimal(12, lns.GROWTH) == 1 + 8 + 6 + 4 + 3 + 1
+    assert _calls_to_prove_optimal(12, lns.ONE_SWEEP) == 1 + 8 + 1
 
 
 @pytest.mark.parametrize("growth", [1.0, 0.5])
@@ -149,32 +177,27 @@ def test_windows_that_would_not_grow_are_refused(growth):
 def test_a_whole_formula_line_gets_one_sweep_then_the_whole_formula_again():
     """Deal 12 from the beam's narrowest line (16; best score 6), default
     growth: the first sweeps grow to the whole formula, but once it has had
-    a turn, every line it finds is followed by one sweep of first-width
-    windows (8 on 72 slots), and a fruitless sweep hands straight back to
-    it instead of growing through 27, 40 and 60 again."""
+    a turn, every line it finds is asked its kept links and then gets one
+    sweep of first-width windows (8 on 72 slots), and a fruitless sweep
+    hands straight back to it instead of growing through 27, 40 and 60."""
     state = dg.initial_state(dg.numbered_deal(12))
     line = _beam_line(state, 8)
     assert line[0] == 16
     _, solver, search = _search(state, line)
-    kinds: list[tuple[str, bool]] = []
-    ask = search._ask
-
-    def recorded(assumptions: list[int], cap: int | None):
-        status = yield from ask(assumptions, cap)
-        kinds.append(("window" if cap else "whole", bool(status)))
-        return status
-
-    search._ask = recorded
     with solver:
         assert search.run(time.monotonic() + 60) is True
     assert search.score == 6 == _replayed(state, search.moves)
-    first_whole = next(i for i, (kind, _) in enumerate(kinds) if kind == "whole")
-    after = kinds[first_whole:]
+    log = search.log
+    assert log[0][0] == "kept"
+    first_whole = next(i for i, (kind, _) in enumerate(log) if kind == "whole")
+    after = log[first_whole:]
     assert after[-1] == ("whole", False)  # the proof
     fruitless = 0
     for (kind, found), (next_kind, _) in pairwise(after):
         if kind == "whole":
-            assert found and next_kind == "window"  # a line, then its sweep
+            assert found and next_kind == "kept"  # a line, then its own turns
+        if kind == "kept":
+            assert next_kind == ("kept" if found else "window")
         fruitless = fruitless + 1 if (kind, found) == ("window", False) else 0
         assert fruitless <= 8
         if fruitless == 8:
