@@ -80,15 +80,21 @@ def test_a_line_satisfies_its_own_kept_links(number):
     score, moves = _beam_line(state, 32)
     enc = build_encoding(state, Question.SCORE)
     tot = enc.add_score_bound(None, score - enc.score_offset)
-    kept = lns.kept_links(enc, moves)
+    held = lns.kept_links(enc, moves)
+    kept = [lit for lits in held.values() for lit in lits]
     layout = enc.layout
     linked = trace_line(layout, moves).onto
     copies: dict[object, list[int]] = {}
     for x in layout.linkable():
         copies.setdefault(layout.pieces[x].card, []).append(x)
     full = [x for xs in copies.values() if all(x in linked for x in xs) for x in xs]
-    assert kept == [enc.var_by(x, layout.hi(x)) for x in sorted(full)]
+    assert sorted(kept) == sorted(enc.var_by(x, layout.hi(x)) for x in full)
     assert len(full) < len(linked)  # some card has a copy linked, one not
+    card = {enc.var_by(x, layout.hi(x)): layout.pieces[x].card for x in full}
+    for chain, lits in held.items():  # each card under its own chain
+        assert {(card[lit].suit, dg.row_of_base(card[lit].rank)) for lit in lits} == {
+            chain
+        }
     with Solver(name=sat.SOLVER, bootstrap_with=enc.clauses) as solver:
         assert solver.solve(assumptions=[-tot.rhs[score - enc.score_offset], *kept])
         found, _ = sat.model_line(enc, solver.get_model())
@@ -139,29 +145,37 @@ def test_the_whole_formula_proves_the_brute_force_optimum():
     assert improved  # some first lines were not optimal
 
 
-def _calls_to_prove_optimal(number: int, growth: float) -> int:
+def _calls_to_prove_optimal(
+    number: int, growth: float
+) -> tuple[list[tuple[str, bool | None]], int]:
     """Run the search from deal ``number``'s known optimal line (the shipped
-    known-scores file) to its end; return its oracle calls."""
+    known-scores file) to its end; return its oracle calls and the chains
+    its kept links hold."""
     entry = known_scores.load()[number]
     assert entry.settled
     state = dg.initial_state(dg.numbered_deal(number))
     moves = dg.parse_moves(" ".join(entry.line))
     assert _replayed(state, moves) == entry.upper
-    _, solver, search = _search(state, (entry.upper, moves), growth)
+    enc, solver, search = _search(state, (entry.upper, moves), growth)
     with solver:
         assert search.run(time.monotonic() + 60) is True
     assert search.score == entry.upper
-    return search.calls
+    return search.log, len(lns.kept_links(enc, moves))
 
 
 def test_windows_grow_to_the_whole_formula_at_the_given_pace():
     """From an optimal line no neighbourhood finds anything, so the kept
-    links are asked once and every width is swept once before the whole
-    formula proves the line: on a deal's 72 slots, widths 18, 27, 40 and 60
-    (8 + 6 + 4 + 3 windows) by default, one sweep of 18 with `ONE_SWEEP` --
-    and both end proving the same optimum."""
-    assert _calls_to_prove_optimal(12, lns.GROWTH) == 1 + 8 + 6 + 4 + 3 + 1
-    assert _calls_to_prove_optimal(12, lns.ONE_SWEEP) == 1 + 8 + 1
+    links are asked once in full and once with each chain free, and every
+    width is swept once before the whole formula proves the line: on a
+    deal's 72 slots, widths 18, 27, 40 and 60 (8 + 6 + 4 + 3 windows) by
+    default, one sweep of 18 with `ONE_SWEEP` -- and both end proving the
+    same optimum."""
+    for growth, windows in ((lns.GROWTH, 8 + 6 + 4 + 3), (lns.ONE_SWEEP, 8)):
+        log, chains = _calls_to_prove_optimal(12, growth)
+        assert 1 <= chains <= 12
+        assert log == [("kept", False)] * (1 + chains) + [
+            ("window", False)
+        ] * windows + [("whole", False)]
 
 
 @pytest.mark.parametrize("growth", [1.0, 0.5])
@@ -175,31 +189,37 @@ def test_windows_that_would_not_grow_are_refused(growth):
 
 
 def test_a_whole_formula_line_gets_one_sweep_then_the_whole_formula_again():
-    """Deal 12 from the beam's narrowest line (16; best score 6), default
+    """Deal 13 from the beam's narrowest line (19; best score 12), default
     growth: the first sweeps grow to the whole formula, but once it has had
-    a turn, every line it finds is asked its kept links and then gets one
-    sweep of first-width windows (8 on 72 slots), and a fruitless sweep
-    hands straight back to it instead of growing through 27, 40 and 60."""
-    state = dg.initial_state(dg.numbered_deal(12))
+    a turn, every line it finds is asked its kept links (in full, then each
+    chain free) and then gets one sweep of first-width windows (8 on 72
+    slots), and a fruitless sweep hands straight back to it instead of
+    growing through 27, 40 and 60. The kept links find lines too."""
+    state = dg.initial_state(dg.numbered_deal(13))
     line = _beam_line(state, 8)
-    assert line[0] == 16
+    assert line[0] == 19
     _, solver, search = _search(state, line)
     with solver:
         assert search.run(time.monotonic() + 60) is True
-    assert search.score == 6 == _replayed(state, search.moves)
+    assert search.score == 12 == _replayed(state, search.moves)
     log = search.log
     assert log[0][0] == "kept"
     first_whole = next(i for i, (kind, _) in enumerate(log) if kind == "whole")
     after = log[first_whole:]
     assert after[-1] == ("whole", False)  # the proof
-    fruitless = 0
+    fruitless = refuted = 0
     for (kind, found), (next_kind, _) in pairwise(after):
         if kind == "whole":
             assert found and next_kind == "kept"  # a line, then its own turns
-        if kind == "kept":
-            assert next_kind == ("kept" if found else "window")
+        if kind == "kept" and found:
+            assert next_kind == "kept"  # the new line's kept links
+        refuted = refuted + 1 if (kind, found) == ("kept", False) else 0
+        assert refuted <= 1 + 12  # in full, then each of the 12 chains free
+        if refuted and next_kind != "kept":
+            assert next_kind == "window"
         fruitless = fruitless + 1 if (kind, found) == ("window", False) else 0
         assert fruitless <= 8
         if fruitless == 8:
             assert next_kind == "whole"
     assert sum(kind == "whole" for kind, _ in after) >= 3
+    assert search.lines_by()["kept"] >= 1
