@@ -177,8 +177,9 @@ AT_ONCE = Plan(view="grid", line_first=False)
 #: (median proof 2.97 s against 3.47 s), 101-200 97 against 90 (3.05 s
 #: against 3.44 s); one sweep of 12 or of 27 slots first, deals 1-100, 98
 #: and 98 (3.20 s, 3.35 s). Each line the whole formula finds then gets one
-#: sweep of its own before the whole formula's next turn
-#: (`devils_grip_lns.Neighbourhoods.steps`).
+#: sweep of its own before the whole formula's next turn, and every new line
+#: is first asked with the cards it links kept linked, in full and with each
+#: chain free (`devils_grip_lns.Neighbourhoods.steps`).
 ALONE = replace(LINES, beam_share=0.05, window_growth=ONE_SWEEP)
 
 
