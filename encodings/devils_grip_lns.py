@@ -185,9 +185,10 @@ class Neighbourhoods:
 
         Returns True once the whole formula refutes "one card fewer" (the line
         is optimal), or at once when the line leaves no unlinked piece to
-        count; it never returns otherwise (the caller stops it). After the
-        whole formula's first turn, a fruitless sweep hands back to it at
-        once instead of growing the windows (module docstring).
+        count; it never returns otherwise (the caller stops it). Each new
+        line is first asked its kept links (`_kept`), once. After the whole
+        formula's first turn, a fruitless sweep hands back to it at once
+        instead of growing the windows (module docstring).
         """
         n = self.enc.layout.n
         width = FIRST_WIDTH
