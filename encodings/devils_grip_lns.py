@@ -83,7 +83,7 @@ ONE_SWEEP = 4.0
 CHUNK = 10_000
 WINDOW_CONFLICTS = 50_000
 
-#: A chain of cards: its suit and its row (`verifier.devils_grip.row_of_base`).
+#: A chain of cards (`verifier.devils_grip.chain_of`).
 Chain = tuple[int, int]
 #: Decode a model into a replayed line, return its score and moves.
 Improve = Callable[[list[int]], tuple[int, list[dg.Move]]]
@@ -126,8 +126,7 @@ def kept_links(enc: Encoding, moves: Sequence[dg.Move]) -> dict[Chain, list[int]
     for x in linkable:
         card = layout.pieces[x].card
         if card not in loose:
-            chain = card.suit, dg.row_of_base(card.rank)
-            held.setdefault(chain, []).append(enc.var_by(x, layout.hi(x)))
+            held.setdefault(dg.chain_of(card), []).append(enc.var_by(x, layout.hi(x)))
     return held
 
 
@@ -193,13 +192,13 @@ class Neighbourhoods:
         n = self.enc.layout.n
         width = FIRST_WIDTH
         whole = False  # the whole formula has had its turn
-        kept = None  # the score whose kept links were last asked
+        kept_for = None  # the score whose kept links were last asked
         while True:
             k = self.score - 1 - self.enc.score_offset
             if self.bound is None or k < 0:
                 return True
-            if kept != self.score:
-                kept = self.score
+            if kept_for != self.score:
+                kept_for = self.score
                 if (yield from self._kept(k)):
                     width = FIRST_WIDTH
                     continue

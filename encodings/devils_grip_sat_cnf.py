@@ -149,7 +149,7 @@ def _chain_key(card: Card) -> tuple[int, int, int]:
     """Sort key putting the two copies of a card next to each other, and the
     cards of one chain (suit, 2-5-8-J / 3-6-9-Q / 4-7-10-K) in rank order
     (`Encoding._totalizer`)."""
-    return card.suit, dg.row_of_base(card.rank), card.rank
+    return *dg.chain_of(card), card.rank
 
 
 def _pred(card: Card) -> Card | None:

@@ -92,9 +92,7 @@ def test_a_line_satisfies_its_own_kept_links(number):
     assert len(full) < len(linked)  # some card has a copy linked, one not
     card = {enc.var_by(x, layout.hi(x)): layout.pieces[x].card for x in full}
     for chain, lits in held.items():  # each card under its own chain
-        assert {(card[lit].suit, dg.row_of_base(card[lit].rank)) for lit in lits} == {
-            chain
-        }
+        assert {dg.chain_of(card[lit]) for lit in lits} == {chain}
     with Solver(name=sat.SOLVER, bootstrap_with=enc.clauses) as solver:
         assert solver.solve(assumptions=[-tot.rhs[score - enc.score_offset], *kept])
         found, _ = sat.model_line(enc, solver.get_model())

@@ -184,7 +184,7 @@ def test_the_grid_view_lists_each_cards_terms_together():
         cards = [enc.layout.pieces[y].card for y in pieces]
         sizes.append(len(set(cards)))
         _assert_each_together(cards)
-        _assert_each_together([(c.suit, dg.row_of_base(c.rank)) for c in cards])
+        _assert_each_together([dg.chain_of(c) for c in cards])
     assert sizes[0] > 30 and min(sizes) > 0
 
 

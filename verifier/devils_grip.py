@@ -90,6 +90,12 @@ def row_of_base(rank: int) -> int:
     return (rank - 2) % STEP
 
 
+def chain_of(card: Card) -> tuple[int, int]:
+    """Return the chain ``card`` belongs to: its suit and its row (a suit's
+    2-5-8-J, 3-6-9-Q or 4-7-10-K), the cards one stack can hold."""
+    return card.suit, row_of_base(card.rank)
+
+
 # -- moves -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Merge:
