@@ -60,7 +60,7 @@ from verifier.textforms import load_json
 from verifier.version import version
 
 from . import devils_grip_sat_cnf
-from .processes import die_with_parent, stop
+from .processes import start_child, stop
 
 FORMAT = "patience-certificate/1"
 CHECKERS = ("dratify", "drup")
@@ -199,7 +199,7 @@ def certify_within(start: Start, result: ProofResult, time_limit: float) -> dict
     parent_pid = os.getpid()
 
     def run() -> None:
-        die_with_parent(parent_pid)
+        start_child(parent_pid)
         try:
             child.send(("ok", certify_result(start, result)))
         except InputError as exc:

@@ -43,7 +43,7 @@ from verifier.results import (
 )
 
 from . import besieged_fortress_sat, devils_grip_sat, devils_grip_smt
-from .processes import die_with_parent, stop
+from .processes import start_child, stop
 
 
 class Prover(Protocol):
@@ -329,7 +329,7 @@ def _child(
     ``shared`` holds the best line's score over all members (-1: none yet),
     which the prover reads through `verifier.results.line_elsewhere`.
     """
-    die_with_parent(parent_pid)
+    start_child(parent_pid)
     set_partial_sink(lambda partial: conn.send(("partial", partial.to_json())))
     set_line_source(lambda: shared.value if shared.value >= 0 else None)
     try:

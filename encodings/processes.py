@@ -11,12 +11,17 @@ Two ways a child could outlive its use, both closed here:
   Celery pool process killed at its hard time limit): `die_with_parent`
   asks Linux to send the child SIGKILL when that happens, so no prover is
   left running under init, burning a core for nobody.
+
+A child also starts by moving everything it inherited out of the cycle
+collector's sight (`start_child`), so that its own allocations do not make
+the collector walk, and copy page by page, the parent's objects.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import os
 import signal
 from typing import Any
@@ -52,6 +57,23 @@ def die_with_parent(parent_pid: int) -> None:
         return
     if os.getppid() != parent_pid:
         os._exit(1)
+
+
+def start_child(parent_pid: int) -> None:
+    """Begin a forked prover child: `die_with_parent`, then `gc.freeze`.
+
+    Why the freeze: the child inherits every object of its parent (a Celery
+    worker, the CLI with Flask and the benchmark's rows), and the cycle
+    collector's full passes, which the encoder's hundred thousand clause
+    lists set off, would walk all of them and touch (so copy) their pages.
+    Frozen, they are left alone; the child's own objects are collected as
+    usual. Measured (`patience bench --engine auto --count 300 --time-limit
+    10`, the two codes side by side, each pinned to a core): the verdicts'
+    formulas built in a median of 0.086 s against 0.118 s, the 300 verdicts
+    in 26.9 s against 30.6 s, p90 0.156 s against 0.192 s.
+    """
+    die_with_parent(parent_pid)
+    gc.freeze()
 
 
 def stop(procs: list[Any], grace: float = 0.5) -> None:

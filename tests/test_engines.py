@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import re
@@ -260,6 +261,22 @@ def test_members_of_a_portfolio_see_the_best_line_of_the_others():
     assert result.score_proven and result.engine == "a+b"
     assert result.best_score == best and time.monotonic() - began < 10
     assert line_elsewhere() is None  # no runner in this process
+
+
+def test_a_member_leaves_the_objects_it_inherited_to_the_parent():
+    """A member starts with what it inherited frozen (`processes.start_child`):
+    its cycle collections walk only its own objects. The parent's stay
+    collectable (nothing frozen here)."""
+    start = _late_start(3)
+    sat = engines.solve(start, question=Question.VERDICT, engine="sat", time_limit=60)
+    inherited = len(gc.get_objects())
+
+    def member(state, *, question, time_limit):
+        return replace(sat, stats={"frozen": gc.get_freeze_count()})
+
+    result = engines._portfolio({"a": member}, start.state, Question.VERDICT, 20)
+    assert result.stats["frozen"] >= inherited // 2
+    assert gc.get_freeze_count() == 0
 
 
 def test_bench_positions_lies_on_the_beam_line_and_proves_late_positions(capsys):
