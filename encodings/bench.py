@@ -10,7 +10,10 @@ of best scores. ``--out FILE`` keeps every result as JSON lines. ``--known
 FILE`` (a `known_scores` file) compares each best-score run with what is
 known: how many cards the lines leave above the best known line, how far the
 proven bounds stay below the best known bound, and any contradiction (said
-only when the file knows some of the deals).
+only when the file knows some of the deals). For best scores it also prints
+where the proofs' seconds went (`time_split`: the formula and the beam, the
+optimal line found, the last refutation after it; median and p90) and which
+neighbourhoods found the better lines.
 Each run also prints the machine's calibration (`calibration`: one fixed
 solver call), since seconds on one machine are not seconds on another; each
 row of ``--out`` carries its seconds too (``calibration_s``), so a file of
@@ -79,6 +82,51 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+#: `proof_parts`' parts, in the order a proof goes through them.
+PARTS = ("formula and beam", "optimal line at", "after it")
+
+
+def proof_parts(result: ProofResult) -> dict[str, float] | None:
+    """Return where a proven best score's seconds went, or None.
+
+    None unless the result is a proven best score from the SAT prover's line
+    search (its stats carry ``beam_s``). Parts: building and loading the
+    formula and running the beam; the instant the optimal line was found
+    (the neighbourhood search's last line, else the beam's, at the beam's
+    end); and the rest, after it: the last refutation, which proves it.
+    """
+    stats = result.stats
+    if not result.score_proven or "beam_s" not in stats:
+        return None
+    setup = stats.get("build_s", 0.0) + stats.get("load_s", 0.0) + stats["beam_s"]
+    lines = stats.get("lines") or []
+    found = lines[-1][1] if lines else setup
+    times = (setup, found, max(0.0, result.elapsed - found))
+    return dict(zip(PARTS, times, strict=True))
+
+
+def time_split(results: list[ProofResult]) -> dict[str, object]:
+    """Return `proof_parts`' median and p90 over ``results`` that have them,
+    and how many better lines each neighbourhood found (``lns_lines``)."""
+    parts = [p for p in map(proof_parts, results) if p is not None]
+    found: Counter[str] = Counter()
+    for result in results:
+        found.update(result.stats.get("lns_lines") or {})
+    return {
+        "proofs": len(parts),
+        "parts": {
+            name: (
+                statistics.median(p[name] for p in parts),
+                percentile([p[name] for p in parts], 0.90),
+            )
+            for name in PARTS
+        }
+        if parts
+        else {},
+        "lines_by": dict(found.most_common()),
+    }
+
+
 def summary(rows: list[Row], question: Question) -> dict[str, object]:
     """Return the figures of one engine's run."""
     results = [r.result for r in rows]
@@ -106,6 +154,7 @@ def summary(rows: list[Row], question: Question) -> dict[str, object]:
         "max_s": max(times, default=float("nan")),
         "states_per_s": nodes / sum(times) if nodes and sum(times) else None,
         "scores": dict(sorted(scores.items())),
+        "split": time_split(results),
     }
 
 
@@ -185,7 +234,29 @@ def format_table(figures: dict[str, dict[str, object]], question: Question) -> s
                 f"Proven best scores, {engine}: "
                 + ", ".join(f"{score}: {count}" for score, count in scores.items())
             )
+            split = format_split(engine, f["split"])
+            if split:
+                lines.append(split)
     return "\n".join(lines)
+
+
+def format_split(engine: str, split: dict) -> str:
+    """Return the line that says where ``engine``'s proofs spent their time."""
+    if not split["parts"]:
+        return ""
+    parts = "; ".join(
+        f"{name} {median:.2f} s, {p90:.2f} s"
+        for name, (median, p90) in split["parts"].items()
+    )
+    text = (
+        f"Where the time goes, {engine} ({_count(split['proofs'], 'proof')}; "
+        f"median, p90): {parts}"
+    )
+    if split["lines_by"]:
+        text += ". Better lines found by: " + ", ".join(
+            f"{kind} {count}" for kind, count in split["lines_by"].items()
+        )
+    return text
 
 
 def numbers_option(text: str) -> tuple[int, ...]:

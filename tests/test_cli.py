@@ -103,6 +103,17 @@ def test_bench_runs_the_listed_deals(capsys):
     assert "calibration: deal 12's last call (UNSAT below 6, Glucose 4, 9k" in out
 
 
+def test_bench_says_where_a_best_scores_time_goes(capsys):
+    """With ``--score``, under the table: the proof's parts (median, p90)."""
+    code, out, _ = run(
+        capsys, "bench", "--engine", "auto", "--numbers", "12", "--score",
+        "--time-limit", "10", "--no-calibration",
+    )  # fmt: skip
+    assert code == 0
+    assert "Proven best scores, auto: 6: 1" in out
+    assert "Where the time goes, auto (1 proof; median, p90): formula and beam" in out
+
+
 def test_bench_with_bad_deal_numbers_exits_2(capsys):
     code, _, err = run(capsys, "bench", "--numbers", "5-2")
     assert code == 2 and "bad deal numbers '5-2'" in err and "Traceback" not in err
