@@ -109,22 +109,15 @@ def time_split(results: list[ProofResult]) -> dict[str, object]:
     """Return `proof_parts`' median and p90 over ``results`` that have them,
     and how many better lines each neighbourhood found (``lns_lines``)."""
     parts = [p for p in map(proof_parts, results) if p is not None]
+    spread: dict[str, tuple[float, float]] = {}
+    for name in PARTS if parts else ():
+        values = [p[name] for p in parts]
+        spread[name] = (statistics.median(values), percentile(values, 0.90))
     found: Counter[str] = Counter()
     for result in results:
         found.update(result.stats.get("lns_lines") or {})
-    return {
-        "proofs": len(parts),
-        "parts": {
-            name: (
-                statistics.median(p[name] for p in parts),
-                percentile([p[name] for p in parts], 0.90),
-            )
-            for name in PARTS
-        }
-        if parts
-        else {},
-        "lines_by": dict(found.most_common()),
-    }
+    lines_by = dict(found.most_common())
+    return {"proofs": len(parts), "parts": spread, "lines_by": lines_by}
 
 
 def summary(rows: list[Row], question: Question) -> dict[str, object]:
