@@ -13,6 +13,7 @@ import pytest
 
 from patience_encodings import bench_positions, engines
 from verifier import devils_grip as dg
+from verifier import devils_grip_search
 from verifier.errors import InputError, UnsupportedError
 from verifier.formats import Start, start_from_number
 from verifier.registry import get_game
@@ -277,6 +278,23 @@ def test_a_member_leaves_the_objects_it_inherited_to_the_parent():
     result = engines._portfolio({"a": member}, start.state, Question.VERDICT, 20)
     assert result.stats["frozen"] >= inherited // 2
     assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize(
+    ("limit", "given"), [(1.0, 0.75), (5.0, 4.5), (10.0, 9.0), (60.0, 59.0)]
+)
+def test_members_get_the_limit_less_a_tenth_and_at_most_a_second(limit, given):
+    """A member runs in a real process with the limit the runner gives it:
+    a tenth short (at least `GRACE`), but never more than a second short, so
+    a long proof is not cut a tenth early."""
+    start = _late_start(3)
+
+    def member(state, *, question, time_limit):
+        result = devils_grip_search.prove(state, question=question, time_limit=30)
+        return replace(result, stats={"given": time_limit})
+
+    result = engines._portfolio({"a": member}, start.state, Question.VERDICT, limit)
+    assert result.stats["given"] == pytest.approx(given)
 
 
 def test_bench_positions_lies_on_the_beam_line_and_proves_late_positions(capsys):
