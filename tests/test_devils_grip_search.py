@@ -214,3 +214,30 @@ def test_the_cycle_collector_is_paused_inside_and_restored_after(monkeypatch):
     assert beam.best_lines(state, deadline=None, widths=(8,)) is not None
     assert seen == [("search", False), ("beam", False)]
     assert gc.isenabled()
+
+
+def _young(kept: list[list[int]]) -> int:
+    """How many of ``kept``'s lists the youngest generation holds."""
+    ids = {id(x) for x in kept}
+    return sum(id(x) in ids for x in gc.get_objects(generation=0))
+
+
+def test_what_a_paused_block_keeps_is_not_walked_when_it_ends():
+    """A block's survivors leave the youngest generation as it ends, so the
+    next collection does not walk them all at once (`gcpause._age_survivors`);
+    nothing stays frozen in a process that froze nothing, and a process that
+    froze its inheritance keeps everything frozen."""
+    with cycles_uncollected():
+        kept = [[i] for i in range(50_000)]
+        assert _young(kept) == len(kept)
+    assert _young(kept) == 0
+    assert gc.get_freeze_count() == 0
+    assert {id(x) for x in kept} <= {id(x) for x in gc.get_objects(generation=2)}
+    gc.freeze()
+    try:
+        with cycles_uncollected():
+            more = [[i] for i in range(1_000)]
+        assert gc.get_freeze_count() >= len(kept) + len(more)
+        assert _young(more) == 0
+    finally:
+        gc.unfreeze()
