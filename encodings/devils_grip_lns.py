@@ -158,6 +158,8 @@ class Neighbourhoods:
         #: Every oracle call: its neighbourhood (``"kept"``, ``"window"`` or
         #: ``"whole"``) and whether it found a better line (None: capped).
         self.log: list[tuple[str, bool | None]] = []
+        #: The neighbourhood of the oracle call under way, between its chunks.
+        self.asking: str | None = None
 
     @property
     def calls(self) -> int:
@@ -168,16 +170,33 @@ class Neighbourhoods:
         """Return how many better lines each neighbourhood found."""
         return dict(Counter(kind for kind, found in self.log if found))
 
-    def run(self, until: float, stop: Callable[[], bool] = lambda: False) -> bool:
+    def run(
+        self,
+        until: float,
+        stop: Callable[[], bool] = lambda: False,
+        proof_until: float | None = None,
+    ) -> bool:
         """Run `steps` until the ``until`` instant or ``stop()``; True if the
-        whole formula proved the line optimal."""
+        whole formula proved the line optimal.
+
+        A whole-formula question under way at ``until`` may go on to
+        ``proof_until`` (`verifier.results.answer_deadline`): its UNSAT is
+        the proof, and every line it might find instead is reported as it
+        comes. No other question begins or goes on after ``until``.
+        """
         steps = self.steps()
         try:
-            while time.monotonic() < until and not stop():
+            while not stop() and self._in_time(until, proof_until):
                 next(steps)
         except StopIteration as end:
             return bool(end.value)
         return False
+
+    def _in_time(self, until: float, proof_until: float | None) -> bool:
+        now = time.monotonic()
+        if now < until:
+            return True
+        return self.asking == "whole" and proof_until is not None and now < proof_until
 
     def steps(self) -> Generator[None, None, bool]:
         """Improve the line, yielding after every oracle chunk.
@@ -261,13 +280,17 @@ class Neighbourhoods:
         """
         spent = 0
         status = None
-        while cap is None or spent < cap:
-            self.solver.conf_budget(CHUNK)
-            status = self.solver.solve_limited(assumptions=assumptions)
-            if status is not None:
-                break
-            spent += CHUNK
-            yield None
+        self.asking = kind
+        try:
+            while cap is None or spent < cap:
+                self.solver.conf_budget(CHUNK)
+                status = self.solver.solve_limited(assumptions=assumptions)
+                if status is not None:
+                    break
+                spent += CHUNK
+                yield None
+        finally:
+            self.asking = None
         self.log.append((kind, status))
         return status
 

@@ -38,6 +38,7 @@ from verifier.results import (
     Status,
     check_question,
     check_result,
+    set_answer_deadline,
     set_line_source,
     set_partial_sink,
 )
@@ -193,6 +194,10 @@ ENGINES = (AUTO, *PROVERS)
 GRACE = 0.25
 #: The most a member's limit falls short of the caller's (`member_limit`).
 MARGIN_MAX = 1.0
+#: Seconds before the runner's limit by which a member's proof must be sent
+#: (`verifier.results.answer_deadline`): building and sending a proof took
+#: about 10 ms on deals 136 and 675, and the runner then replays its line.
+ANSWER_MARGIN = 0.1
 
 
 def engines_for(game_name: str) -> list[str]:
@@ -320,6 +325,7 @@ def _child(
     state: Any,
     question: Question,
     limit: float,
+    stopped_at: float,
     conn,
     shared,
     parent_pid: int,
@@ -330,10 +336,15 @@ def _child(
     they come, so that a prover killed at the limit still leaves its best.
     ``shared`` holds the best line's score over all members (-1: none yet),
     which the prover reads through `verifier.results.line_elsewhere`.
+    ``stopped_at`` is the parent's `time.monotonic` instant of the kill (the
+    clock is the machine's, shared by parent and child): a proof under way
+    at ``limit`` may run on to `ANSWER_MARGIN` before it
+    (`verifier.results.answer_deadline`).
     """
     start_child(parent_pid)
     set_partial_sink(lambda partial: conn.send(("partial", partial.to_json())))
     set_line_source(lambda: shared.value if shared.value >= 0 else None)
+    set_answer_deadline(stopped_at - ANSWER_MARGIN)
     try:
         result = prover(state, question=question, time_limit=limit)
         conn.send(("ok", result.to_json()))
@@ -374,7 +385,7 @@ def _portfolio(
     shared = ctx.Value("i", -1, lock=False)
     for name, prover in provers.items():
         parent, child = ctx.Pipe(duplex=False)
-        args = (prover, state, question, soft, child, shared, os.getpid())
+        args = (prover, state, question, soft, deadline, child, shared, os.getpid())
         proc = ctx.Process(target=_child, args=args)
         proc.daemon = True
         proc.start()

@@ -221,3 +221,41 @@ def test_a_whole_formula_line_gets_one_sweep_then_the_whole_formula_again():
             assert next_kind == "whole"
     assert sum(kind == "whole" for kind, _ in after) >= 3
     assert search.lines_by()["kept"] >= 1
+
+
+@pytest.mark.parametrize("proof_until", [None, 60.0])
+def test_a_whole_formula_question_under_way_runs_on_to_the_proof_deadline(
+    monkeypatch, proof_until
+):
+    """Deal 12 from its optimal line, in chunks of 200 conflicts so that
+    the whole formula's refutation takes several: the clock passes ``until``
+    while it is under way. With a later ``proof_until`` it goes on and
+    proves the line optimal; without one it stops there, unanswered. No
+    question begins after ``until``."""
+    monkeypatch.setattr(lns, "CHUNK", 200)
+    entry = known_scores.load()[12]
+    state = dg.initial_state(dg.numbered_deal(12))
+    moves = dg.parse_moves(" ".join(entry.line))
+    _, solver, search = _search(state, (entry.upper, moves), lns.ONE_SWEEP)
+    until = time.monotonic() + 3
+    seen = []
+
+    def stall() -> bool:
+        """Hold the first whole-formula chunk's turn until ``until`` passes."""
+        if search.asking == "whole" and not seen:
+            seen.append(time.monotonic())
+            time.sleep(max(0.0, until - time.monotonic()))
+        return False
+
+    later = None if proof_until is None else time.monotonic() + proof_until
+    with solver:
+        proven = search.run(until, stop=stall, proof_until=later)
+        assert search.run(time.monotonic() - 1, proof_until=later) is False
+    assert seen and seen[0] < until  # the refutation was under way at ``until``
+    kinds = [kind for kind, _ in search.log]
+    assert "whole" not in kinds[:-1]
+    if proof_until is None:
+        assert proven is False and kinds[-1] == "window"
+    else:
+        assert proven is True and search.log[-1] == ("whole", False)
+    assert search.asking is None

@@ -22,6 +22,7 @@ from verifier.results import (
     Question,
     ResultCheckError,
     Status,
+    answer_deadline,
     check_result,
     line_elsewhere,
     report_partial,
@@ -294,6 +295,26 @@ def test_members_get_the_limit_less_a_tenth_and_at_most_a_second(limit, given):
 
     result = engines._portfolio({"a": member}, start.state, Question.VERDICT, limit)
     assert result.stats["given"] == pytest.approx(given)
+
+
+def test_a_member_may_deliver_a_proof_until_just_before_it_is_stopped():
+    """Beside its own limit a member learns the instant by which a proof must
+    be sent (`verifier.results.answer_deadline`): `engines.ANSWER_MARGIN`
+    before the runner stops it, later than the limit it is given. Outside a
+    runner there is no such instant."""
+    start = _late_start(3)
+    proven = engines.solve(start, question=Question.VERDICT, engine="search")
+    began = time.monotonic()
+
+    def member(state, *, question, time_limit):
+        return replace(proven, stats={"given": time_limit, "by": answer_deadline()})
+
+    result = engines._portfolio({"a": member}, start.state, Question.VERDICT, 10)
+    assert result.stats["given"] == pytest.approx(9.0)
+    by = result.stats["by"] - began
+    assert by == pytest.approx(10 - engines.ANSWER_MARGIN, abs=0.05)
+    assert by > result.stats["given"]
+    assert answer_deadline() is None
 
 
 def test_bench_positions_lies_on_the_beam_line_and_proves_late_positions(capsys):

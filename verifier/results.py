@@ -184,3 +184,29 @@ def line_elsewhere() -> int | None:
     it meet. None without a runner, or before any line.
     """
     return _line_source() if _line_source is not None else None
+
+
+_answer_deadline: float | None = None
+
+
+def set_answer_deadline(instant: float | None) -> None:
+    """Install (or remove) the last instant (`time.monotonic`) at which an
+    answer sent to the runner still arrives before it stops the prover."""
+    global _answer_deadline
+    _answer_deadline = instant
+
+
+def answer_deadline() -> float | None:
+    """Return the last instant at which a proof still reaches the runner.
+
+    A runner gives its prover a limit short of its own (time to notice the
+    limit between two oracle calls, then build and send an answer), and
+    stops the prover at its own. A proof already under way when the
+    prover's limit passes -- a refutation whose UNSAT settles the question
+    -- may run on to this instant: if it ends by then it is delivered; if
+    not, the runner stops it and keeps the partial answers
+    (`report_partial`), which is all that stopping it at the prover's own
+    limit would have left. None without a runner (the prover's limit is
+    then the only one).
+    """
+    return _answer_deadline
