@@ -182,7 +182,8 @@ class Neighbourhoods:
         A whole-formula question under way at ``until`` may go on to
         ``proof_until`` (`verifier.results.answer_deadline`): its UNSAT is
         the proof, and every line it might find instead is reported as it
-        comes. No other question begins or goes on after ``until``.
+        comes. Any other question stops at ``until`` as before, after the
+        chunk under way.
         """
         steps = self.steps()
         try:

@@ -521,9 +521,9 @@ def _proof_until(run: _Run, until: float) -> float | None:
     Only when the line search runs to the limit (nothing comes after it),
     and under a runner that stops this prover later than its own limit
     (`verifier.results.answer_deadline`): then the refutation, which is the
-    proof, has the runner's margin too. Pinned to one core, 10 s: deal 675's
-    refutation of 18 (145k conflicts) ends 9.85 s in, past the 9 s the
-    prover is given.
+    proof, has the runner's margin too. Deal 675 on one core: its
+    refutation of 18 (145k conflicts) ends 9.3-9.85 s after the start,
+    past the 9 s a member is given at 10 s.
     """
     if run.deadline is None or until < run.deadline:
         return None
