@@ -530,6 +530,17 @@ def _proof_until(run: _Run, until: float) -> float | None:
     return answer_deadline()
 
 
+def _bounds_until(run: _Run) -> float | None:
+    """Return when the core-guided search must stop: at the runner's answer
+    deadline if there is one later than the limit (`_proof_until`'s
+    reason: every bound is reported as it comes, and the one that meets
+    the line, or an optimal model, is the proof), else at the limit."""
+    later = answer_deadline()
+    if run.deadline is None or later is None:
+        return run.deadline
+    return max(run.deadline, later)
+
+
 def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
     """Run the core-guided searches until they meet ``best`` or time runs out.
 
@@ -559,7 +570,7 @@ def _raise_lower_bound(enc: Encoding, run: _Run, best: _Best) -> None:
     try:
         model = score_mod.least_score(
             enc,
-            deadline=run.deadline,
+            deadline=_bounds_until(run),
             on_bound=on_bound,
             only=run.plan.view,
             below=best.score,

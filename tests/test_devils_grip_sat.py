@@ -40,7 +40,9 @@ from verifier.replay import replay
 from verifier.results import (
     Question,
     Status,
+    answer_deadline,
     check_result,
+    set_answer_deadline,
     set_line_source,
     set_partial_sink,
 )
@@ -498,3 +500,24 @@ def test_the_cells_count_finds_the_bottoms_of_a_lines_last_grid(number):
     assert len(last) == 24
     assert sorted(bottoms) == sorted(last)
     assert any(key[0] == "cells" for key in enc.pool.obj2id)
+
+
+@pytest.mark.parametrize("answer_by", [None, 5.0, 12.0])
+def test_proofs_under_way_run_on_to_the_runners_answer_deadline(answer_by):
+    """Under a runner that stops the prover later than its limit, the
+    whole-formula refutation of the line search that runs to the limit
+    (`_proof_until`) and the core-guided search (`_bounds_until`) may go on
+    to the runner's answer deadline; never stop sooner than the limit; and
+    a line search that hands over before the limit gets no run-on."""
+    began = 100.0
+    run = sat._Run(began, began + 10.0, plan=sat.ALONE)
+    set_answer_deadline(None if answer_by is None else began + answer_by)
+    try:
+        later = answer_by is not None and answer_by > 10.0
+        assert sat._bounds_until(run) == began + (answer_by if later else 10.0)
+        assert sat._proof_until(run, run.deadline) == answer_deadline()
+        assert sat._proof_until(run, began + 4.0) is None
+        unlimited = sat._Run(began, None)
+        assert sat._bounds_until(unlimited) is None
+    finally:
+        set_answer_deadline(None)
