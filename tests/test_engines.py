@@ -283,25 +283,15 @@ def test_a_member_leaves_the_objects_it_inherited_to_the_parent():
 @pytest.mark.parametrize(
     ("limit", "given"), [(1.0, 0.75), (5.0, 4.5), (10.0, 9.0), (60.0, 59.0)]
 )
-def test_members_get_the_limit_less_a_tenth_and_at_most_a_second(limit, given):
+def test_members_get_the_limit_less_a_tenth_and_may_deliver_until_the_stop(
+    limit, given
+):
     """A member runs in a real process with the limit the runner gives it:
     a tenth short (at least `GRACE`), but never more than a second short, so
-    a long proof is not cut a tenth early."""
-    start = _late_start(3)
-    proven = engines.solve(start, question=Question.VERDICT, engine="search")
-
-    def member(state, *, question, time_limit):
-        return replace(proven, stats={"given": time_limit})
-
-    result = engines._portfolio({"a": member}, start.state, Question.VERDICT, limit)
-    assert result.stats["given"] == pytest.approx(given)
-
-
-def test_a_member_may_deliver_a_proof_until_just_before_it_is_stopped():
-    """Beside its own limit a member learns the instant by which a proof must
-    be sent (`verifier.results.answer_deadline`): `engines.ANSWER_MARGIN`
-    before the runner stops it, later than the limit it is given. Outside a
-    runner there is no such instant."""
+    a long proof is not cut a tenth early. Beside it the member learns the
+    instant by which a proof must be sent (`verifier.results.answer_deadline`):
+    `engines.ANSWER_MARGIN` before the runner stops it, later than its limit.
+    Outside a runner there is no such instant."""
     start = _late_start(3)
     proven = engines.solve(start, question=Question.VERDICT, engine="search")
     began = time.monotonic()
@@ -309,10 +299,10 @@ def test_a_member_may_deliver_a_proof_until_just_before_it_is_stopped():
     def member(state, *, question, time_limit):
         return replace(proven, stats={"given": time_limit, "by": answer_deadline()})
 
-    result = engines._portfolio({"a": member}, start.state, Question.VERDICT, 10)
-    assert result.stats["given"] == pytest.approx(9.0)
+    result = engines._portfolio({"a": member}, start.state, Question.VERDICT, limit)
+    assert result.stats["given"] == pytest.approx(given)
     by = result.stats["by"] - began
-    assert by == pytest.approx(10 - engines.ANSWER_MARGIN, abs=0.05)
+    assert by == pytest.approx(limit - engines.ANSWER_MARGIN, abs=0.05)
     assert by > result.stats["given"]
     assert answer_deadline() is None
 
