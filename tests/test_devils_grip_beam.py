@@ -122,11 +122,15 @@ def test_a_line_at_the_floor_stops_the_widths():
     assert found is not None and found.runs == (8,)
 
 
-def test_a_passed_deadline_gives_the_guide_or_nothing():
+def test_a_passed_deadline_gives_the_first_runs_line_or_the_guide():
+    """With no line in hand the first run ends past the deadline, and no
+    other starts; with a guide no run starts and the guide comes back."""
     state = deal(2)
     model, root = sm.root(state)
     past = time.monotonic() - 1
-    assert beam.Beam(model, root).best(deadline=past) is None
+    found = beam.Beam(model, root).best(deadline=past, widths=(8, 16))
+    assert found is not None and found.runs == (8,)
+    assert found == beam.best_lines(state, deadline=None, widths=(8,))
     guide = playout_line(state)
     assert beam.Beam(model, root).best(deadline=past, guide=guide) == guide
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from dg_helpers import position, winnable_position
@@ -264,6 +265,20 @@ def test_lines_all_along_prove_a_whole_deal_by_the_descent(plan, time_limit):
     check_result(dg.GAME, state, result)
     assert "totalizer UNSAT at 5" in result.method
     assert "core_bounds" not in result.stats and result.stats["lns_calls"] > 0
+
+
+def test_a_beam_share_used_up_before_the_beam_starts_still_gives_its_line():
+    """On a slow machine the build can use up the beam's share (it counts
+    from the prover's start); the beam's first run then still ends, so the
+    line search starts from the beam's line, not from the solver's first
+    model. A share of 0 stands in for the slow machine."""
+    plan = replace(sat.ALONE, beam_share=0.0)
+    state = dg.initial_state(dg.numbered_deal(12))
+    result = sat.prove(state, question=Question.SCORE, time_limit=20, plan=plan)
+    assert result.score_proven and result.best_score == 6
+    beam_score = result.stats.get("beam_score")
+    assert beam_score is not None and beam_score >= 6
+    assert all(score < beam_score for score, _ in result.stats["lines"])
 
 
 def test_a_single_view_proves_a_whole_deals_best_score():

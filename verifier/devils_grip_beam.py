@@ -117,8 +117,9 @@ def best_lines(
 ) -> BeamLine | None:
     """Return the best line the beam finds from ``state`` by ``deadline``.
 
-    ``deadline`` is a `time.monotonic` instant (None: no limit). Returns None
-    only when not even the first run ends in time.
+    ``deadline`` is a `time.monotonic` instant (None: no limit); the first
+    run ends even past it (`Beam.best`), so None comes only with no
+    ``widths``.
     """
     model, root = sm.root(state)
     beam = Beam(model, root)
@@ -193,8 +194,21 @@ class Beam:
         when no run beat it). ``on_line`` gets each line better than the
         one before (the first included) when its run ends, so that a prover
         running beside the beam can use it before the beam's time is up.
+
+        A run with no line in hand (no ``guide``, no run ended yet) ignores
+        the deadline: a caller asking for a line gets one, however slow the
+        machine. Why: the SAT prover's beam share counts from the prover's
+        start (`devils_grip_sat.ALONE`: a twentieth of the limit), and on a
+        day this machine ran at half speed (calibration 1.3-1.9 s against
+        the README tables' 0.8) building the formula used it all up on 159
+        of deals 1-1000, which then started from the solver's first model
+        (45-58 cards left) instead of a beam line (about 20). Whether a deal
+        had a beam line hung on a few hundredths of a second of build time.
+        The narrowest run costs little: width 8 takes about 25 ms on a whole
+        deal (50 ms at half speed). Paired runs that day, best scores at 10 s
+        (`docs/best-scores.md`, "The beam's first run always ends"): 527
+        proofs against 530 in four runs, the proofs both made 2.8 % sooner.
         """
-        self.deadline = deadline
         best, runs = guide, []
         pace: tuple[int, float] | None = None
         with cycles_uncollected():
@@ -204,6 +218,7 @@ class Beam:
                 began = time.monotonic()
                 if not fits(pace, width, began, deadline):
                     break
+                self.deadline = deadline if best is not None else None
                 try:
                     found = self.run(width, best)
                 except _OutOfTime:
