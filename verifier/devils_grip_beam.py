@@ -206,8 +206,8 @@ class Beam:
         had a beam line hung on a few hundredths of a second of build time.
         The narrowest run costs little: width 8 takes about 25 ms on a whole
         deal (50 ms at half speed). Paired runs that day, best scores at 10 s
-        (`docs/best-scores.md`, "The beam's first run always ends"): 527
-        proofs against 530 in four runs, the proofs both made 2.8 % sooner.
+        (`docs/best-scores.md`, "The beam's first run always ends"): 724
+        proofs against 727 in five runs, the proofs both made 2.1 % sooner.
         """
         best, runs = guide, []
         pace: tuple[int, float] | None = None
