@@ -417,10 +417,6 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
         run.stats["lines"] = []
         if run.plan.line_first:
             _beam_line(state, run, best)
-            if best.score is None and _solve(solver, [], run):
-                _improve(enc, solver.get_model(), run=run, best=best)
-            if best.score is None:
-                return _unknown(run, Question.SCORE, None, best.lower, ())
             _better_lines(enc, solver, run, best, _lines_deadline(run))
     if not best.settled() and not run.expired():
         _raise_lower_bound(enc, run, best)
@@ -433,11 +429,13 @@ def _prove_score(state: dg.State, run: _Run) -> ProofResult:
 
 
 def _beam_line(state: dg.State, run: _Run, best: _Best) -> None:
-    """Start from the beam's line (`verifier.devils_grip_beam`), if it finds one.
+    """Start from the beam's line (`verifier.devils_grip_beam`).
 
     On whole deals it finds lines within a few cards of the optimum in well
     under a second (deal 1: 10, the optimum), where the solver's first
-    models leave 20-40. It gets `devils_grip_beam.budget` of the limit.
+    models leave 20-40. It gets `devils_grip_beam.budget` of the limit, and
+    its first run ends even when the build has used that up
+    (`devils_grip_beam.Beam.best`), so ``best`` always has a line after it.
     Each better line is reported as the beam finds it, so that in a
     portfolio the other members may search below it at once.
     """
