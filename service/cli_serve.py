@@ -60,7 +60,10 @@ def register(subparsers: Any) -> None:
         help=f"comma-separated queues to consume (default {DEFAULT_QUEUES})",
     )
     p.add_argument("--loglevel", default="INFO", help="Celery log level")
-    p.add_argument("--name", help="worker node name (default: Celery's)")
+    p.add_argument(
+        "--name",
+        help="worker node name (default: patience-<pid>@<host>, unique per worker)",
+    )
     p.set_defaults(func=cmd_worker)
 
 
@@ -99,8 +102,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         "--without-gossip",
         "--without-mingle",
     ]
-    if args.name:
-        argv.append(f"--hostname={args.name}")
+    # Celery's default name (celery@host) is the same for every worker on a
+    # machine: the broker then sees one node, and health counts one worker.
+    argv.append(f"--hostname={args.name or f'patience-{os.getpid()}@%h'}")
     make_celery(_settings()).worker_main(argv)
     return 0
 

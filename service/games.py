@@ -10,6 +10,7 @@ import inspect
 from typing import Any
 
 from patience_encodings.engines import AUTO, engines_for
+from verifier.cards import rank_name
 from verifier.game import Game
 from verifier.registry import DEFAULT_GAME, GAMES
 from worker.jobs import (
@@ -24,14 +25,38 @@ from worker.jobs import (
 from worker.settings import Settings
 
 NUMBER_FORMAT = "an integer 0 .. 2**64-1: the numbered deal (same on every platform)"
-DEAL_FORMAT = (
-    'the cards in deal order: a list of tokens like "10H", "QS" '
-    "(rank 2-10, J, Q, K, A; suit S, H, D, C), or the same as blank-separated text"
-)
 
 
 def _doc(obj: Any) -> str:
     return " ".join((inspect.getdoc(obj) or "").split())
+
+
+def _format_doc(obj: Any) -> str:
+    """Return a parser's docstring without its summary line: the format itself.
+
+    The summary ("Validate a position in its JSON form.") says what the
+    function does; a client asking for the format wants the paragraphs after it.
+    """
+    paragraphs = (inspect.getdoc(obj) or "").split("\n\n")
+    text = " ".join(paragraphs[1:] or paragraphs).replace("``", "")
+    return " ".join(text.split())
+
+
+def deal_format(game: Game) -> str:
+    """Describe a deal's tokens, with the ranks read from the game's own deck.
+
+    Devil's Grip has no aces and Besieged Fortress has them, so the ranks are
+    taken from a numbered deal rather than written down once for all games.
+    """
+    ranks = sorted({card.rank for card in game.numbered_deal(0)})
+    aces = [rank_name(r) for r in ranks if r < 2]
+    faces = [rank_name(r) for r in ranks if r > 10]
+    names = ", ".join([*aces, "2-10 (T for 10)", *faces])
+    return (
+        f"{game.deal_size} cards in deal order: a list of tokens like \"10H\", "
+        f"\"QS\" (rank {names}; suit S, H, D, C or ♠ ♥ ♦ ♣), or the same as "
+        "blank-separated text"
+    )
 
 
 def describe_game(game: Game) -> dict[str, Any]:
@@ -45,8 +70,8 @@ def describe_game(game: Game) -> dict[str, Any]:
         "deal_size": game.deal_size,
         "has_score": game.has_score,
         "formats": {
-            "deal": f"{game.deal_size} cards; {DEAL_FORMAT}",
-            "position": _doc(game.parse_position),
+            "deal": deal_format(game),
+            "position": _format_doc(game.parse_position),
             "number": NUMBER_FORMAT,
         },
         "engines": [AUTO, *engines] if engines else [],

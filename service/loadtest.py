@@ -12,6 +12,8 @@ latency is submission to the first poll that sees the answer (polls every
 
 Prints throughput, p50/p99 latency, the outcome counts and **lost jobs**:
 submitted (202) but never answered before ``--deadline`` — which must be 0.
+Exits with 1 when a job was lost or a submission refused (``http 4xx``), so
+a wrong ``--url`` cannot pass for a quiet run.
 """
 
 from __future__ import annotations
@@ -174,8 +176,21 @@ def _own_stack(concurrency: int) -> Iterator[str]:
             server.stop()
 
 
+def service_url(url: str) -> str:
+    """Return the service's base URL: ``serve`` prints ``.../v1``, the paths
+    here start with ``/v1``, so a trailing ``/v1`` (or slash) is dropped."""
+    url = url.rstrip("/")
+    return url.removesuffix("/v1") if url.endswith("/v1") else url
+
+
+def refused(tally: Tally) -> int:
+    """Return how many submissions the service answered with an HTTP error."""
+    return sum(n for k, n in tally.outcomes.items() if k.startswith("http "))
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse arguments, run the load, print the figures; exit 1 if jobs got lost.
+    """Parse arguments, run the load, print the figures; exit 1 if jobs got lost
+    or refused.
 
     SIGTERM and SIGHUP stop a run as Ctrl-C does (`stopped_by_signals`), so
     its own stack is always stopped; an interrupted run exits with 130.
@@ -196,7 +211,10 @@ def main(argv: list[str] | None = None) -> int:
         "--concurrency", type=int, default=os.cpu_count() or 1, help="own worker"
     )
     args = p.parse_args(argv)
-    stack = nullcontext(args.url) if args.url else _own_stack(args.concurrency)
+    if args.url:
+        stack = nullcontext(service_url(args.url))
+    else:
+        stack = _own_stack(args.concurrency)
     try:
         with stopped_by_signals(), stack as url:
             args.url = url
@@ -207,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted: no figures", file=sys.stderr)
         return 130
     print(report(args, tally, wall))
-    return 1 if tally.lost else 0
+    return 1 if tally.lost or refused(tally) else 0
 
 
 if __name__ == "__main__":

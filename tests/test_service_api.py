@@ -121,6 +121,9 @@ def test_games_lists_rules_formats_and_limits(api_no_worker):
     assert dg["deal_size"] == 96 and dg["has_score"]
     assert "2-5-8-J" in dg["summary"]
     assert set(dg["formats"]) == {"deal", "position", "number"}
+    assert dg["formats"]["deal"].startswith("96 cards")
+    assert "J, Q, K;" in dg["formats"]["deal"]  # no aces in a deal
+    assert dg["formats"]["position"].startswith('{"grid": [24 stacks')
     assert dg["questions"] == ["verdict", "score"]
     assert dg["generator"]["available"]
     assert body["limits"]["time_limit"]["max"] == 30

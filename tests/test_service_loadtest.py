@@ -42,3 +42,21 @@ def test_loadtest_serves_its_jobs_and_stops_its_own_stack():
     assert "lost jobs (submitted, never answered): 0" in done.stdout
     left = {pid for pid in _stack_processes() - before if running(pid)}
     assert not left, f"processes left running: {sorted(left)}"
+
+
+def test_the_url_serve_prints_is_taken_as_the_base():
+    """`serve` prints ``.../v1``; the script's paths start with ``/v1``."""
+    from service.loadtest import service_url
+
+    for url in ("http://h:5000/v1", "http://h:5000/v1/", "http://h:5000/"):
+        assert service_url(url) == "http://h:5000"
+    assert service_url("http://h:5000/api") == "http://h:5000/api"
+
+
+def test_refused_submissions_count_as_a_failed_run():
+    from service.loadtest import Tally, refused
+
+    tally = Tally()
+    tally.outcomes.update({"done": 3, "http 404": 2, "http 400": 1})
+    assert refused(tally) == 3
+    assert refused(Tally()) == 0

@@ -444,3 +444,46 @@ def test_redis_restart_is_reported_then_recovered(fragile):
     deal = dg.deal_from_list(view["result"]["deals"][0]["deal"])
     line = dg.parse_moves("\n".join(view["result"]["deals"][0]["line"]))
     assert replay(dg.GAME, dg.initial_state(deal), line).won
+
+
+def test_workers_started_without_a_name_are_told_apart(fragile):
+    """Two ``patience worker`` on one machine, no ``--name``: health counts two.
+
+    Celery's own default name (celery@host) would be the same for both, and
+    the broker would see one node.
+    """
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "service.cli", "worker", "--concurrency", "1"]
+    env = {**os.environ, **fragile.env}
+    procs = [
+        subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for _ in range(2)
+    ]
+    client = fragile.app.test_client()
+    try:
+        deadline = time.monotonic() + 60
+        names: list[str] = []
+        while time.monotonic() < deadline and len(names) < 2:
+            names = client.get("/v1/health").get_json()["workers"]["names"]
+            time.sleep(0.5)
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert len(names) == 2, names
+    assert all(name.startswith("patience-") for name in names)
