@@ -53,8 +53,8 @@ def deal_format(game: Game) -> str:
     faces = [rank_name(r) for r in ranks if r > 10]
     names = ", ".join([*aces, "2-10 (T for 10)", *faces])
     return (
-        f"{game.deal_size} cards in deal order: a list of tokens like \"10H\", "
-        f"\"QS\" (rank {names}; suit S, H, D, C or ♠ ♥ ♦ ♣), or the same as "
+        f'{game.deal_size} cards in deal order: a list of tokens like "10H", '
+        f'"QS" (rank {names}; suit S, H, D, C or ♠ ♥ ♦ ♣), or the same as '
         "blank-separated text"
     )
 
