@@ -400,6 +400,7 @@ def _check_steps(bundle: dict, checker: str, steps: list[str]) -> None:
             f"bundle {sha256(dimacs)[:16]}…{older})"
         )
     steps.append(f"CNF re-derived from the start: {claim_text(question, bound)}")
+    _check_labels(bundle, start, dimacs)
     proof = _text(bundle, "proof", "text")
     if sha256(proof) != _text(bundle, "proof", "sha256"):
         raise _Reject("the proof text does not match proof.sha256 (proof changed)")
@@ -417,6 +418,30 @@ def _check_steps(bundle: dict, checker: str, steps: list[str]) -> None:
         steps.append(
             "no line in the bundle: the bound is checked, not that it is reached"
         )
+
+
+def _check_labels(bundle: dict, start: Start, dimacs: str) -> None:
+    """Refuse a bundle whose labels contradict what it holds.
+
+    The hashes, the re-derived CNF and the proof check decide validity; the
+    labels (game, encoding name, CNF sizes, proof format) are what a reader
+    sees first, so a bundle that says "klondike" over a Devil's Grip start,
+    or "lrat" over a DRAT proof, is refused rather than passed as valid.
+    """
+    game = start.game.name
+    if bundle.get("game") != game:
+        raise _Reject(f"game is {bundle.get('game')!r}, but the start is {game}'s")
+    name, _ = _encoder(game)
+    if _field(bundle, "encoding", "name") != name:
+        raise _Reject(f"encoding.name is not {name!r}")
+    # The CNF is our own re-derivation by now, so its header is well formed.
+    clauses = sum(1 for line in dimacs.splitlines() if line and line[0] not in "pc")
+    sizes = {"variables": dimacs.split(maxsplit=3)[2], "clauses": str(clauses)}
+    for key, value in sizes.items():
+        if str(_field(bundle, "cnf", key)) != value:
+            raise _Reject(f"cnf.{key} does not match the CNF text ({value})")
+    if _field(bundle, "proof", "format") != "drat":
+        raise _Reject("proof.format is not 'drat', the only format checked here")
 
 
 def _check_line(start: Start, bound: int | None, line: Any) -> str:

@@ -163,11 +163,21 @@ def _rehash(bundle: dict) -> dict:
         (("proof", "text"), 7, "proof.text is not text"),
         (("proof", "text"), "x 0\n", "dratify rejects the proof"),
         (("start", "game"), 5, "'game' must be a string"),
+        (("game",), "klondike", "game is 'klondike', but the start is"),
+        (("game",), 3, "game is 3, but the start is"),
+        (("encoding", "name"), "nonsense", "encoding.name is not"),
+        (("cnf", "variables"), "abc", "cnf.variables does not match"),
+        (("cnf", "clauses"), 1, "cnf.clauses does not match"),
+        (("proof", "format"), "lrat", "proof.format is not 'drat'"),
     ],
 )
 def test_tampered_bundles_are_rejected_not_crashed(small_bundle, path, value, fragment):
     bundle = copy.deepcopy(small_bundle)
-    bundle[path[0]][path[1]] = value
+    *parents, key = path
+    place = bundle
+    for part in parents:
+        place = place[part]
+    place[key] = value
     report = cert.check(_rehash(bundle))
     assert not report.ok and fragment in report.reason, report.reason
 

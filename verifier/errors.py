@@ -8,6 +8,25 @@ short machine-readable `code` that the API maps to ``{"error": {"code",
 
 from __future__ import annotations
 
+#: Longest message an error carries. Messages quote the input they refuse
+#: (``unknown card token '...'``), and a megabyte of input must not come back
+#: as a megabyte of error.
+MAX_MESSAGE = 600
+
+
+def shorten(message: str, limit: int = MAX_MESSAGE) -> str:
+    """Return ``message``, its middle cut out if it is longer than ``limit``.
+
+    The head names the problem and the tail usually says what was expected
+    (``... (expected e.g. 5S, 10H, TH, Q♦)``), so both are kept.
+    """
+    if len(message) <= limit:
+        return message
+    cut = len(message) - (limit - 60)
+    head = (limit - 60) * 2 // 3
+    marker = f" [... {cut} characters left out ...] "
+    return message[:head] + marker + message[head + cut :]
+
 
 class PatienceError(Exception):
     """Base of every error this project raises on purpose."""
@@ -15,6 +34,7 @@ class PatienceError(Exception):
     code = "error"
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
+        message = shorten(message)
         super().__init__(message)
         self.message = message
         if code is not None:
