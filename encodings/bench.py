@@ -223,10 +223,8 @@ def format_table(figures: dict[str, dict[str, object]], question: Question) -> s
         for engine, f in figures.items():
             scores = f["scores"]
             lines.append("")
-            lines.append(
-                f"Proven best scores, {engine}: "
-                + ", ".join(f"{score}: {count}" for score, count in scores.items())
-            )
+            counts = ", ".join(f"{score}: {count}" for score, count in scores.items())
+            lines.append(f"Proven best scores, {engine}: {counts or 'none'}")
             split = format_split(engine, f["split"])
             if split:
                 lines.append(split)

@@ -43,6 +43,8 @@ from . import engines
 CLAIMS = ("legal", "illegal", "winnable", "dead", "best_score", "after")
 OPTIONAL = ("id", "game", "rule", "reason", "expect", "engine", "time_limit")
 DEFAULT_TIME_LIMIT = 10.0
+#: The shortest time limit a case (or a proof job) may ask for, in seconds.
+MIN_TIME_LIMIT = 0.1
 
 
 @dataclass(frozen=True)
@@ -101,10 +103,19 @@ def load_cases(text: str, *, source: str = "cases") -> list[Case]:
 
 
 def parse_case(
-    item: Any, *, default_game: str | None = None, source: str = "case"
+    item: Any,
+    *,
+    default_game: str | None = None,
+    source: str = "case",
+    max_time_limit: float = engines.MAX_TIME_LIMIT,
 ) -> Case:
-    """Parse one case given as a mapping (as in a case file)."""
-    return _case(item, 1, default_game, source)
+    """Parse one case given as a mapping (as in a case file).
+
+    ``max_time_limit`` is the longest ``time_limit`` the caller will run: a
+    service passes its own, lower cap, so a case's limit is checked once,
+    against the range that is really accepted, with one message.
+    """
+    return _case(item, 1, default_game, source, max_time_limit)
 
 
 def raw_cases(text: str, *, source: str = "cases") -> tuple[list[Any], str | None]:
@@ -154,7 +165,13 @@ def _load_yaml(text: str, source: str) -> Any:
         raise InputError(f"{source}: malformed YAML: {exc}") from None
 
 
-def _case(item: Any, index: int, default_game: str | None, source: str) -> Case:
+def _case(
+    item: Any,
+    index: int,
+    default_game: str | None,
+    source: str,
+    max_time_limit: float = engines.MAX_TIME_LIMIT,
+) -> Case:
     if not isinstance(item, dict):
         raise InputError(f"{source}: case {index} is not a mapping")
     ident = _ident(item.get("id"), index, source)
@@ -172,8 +189,10 @@ def _case(item: Any, index: int, default_game: str | None, source: str) -> Case:
         expect = _expect(start, item) if claim == "after" else None
         engine = get_string(item, "engine", engines.AUTO)
         engines.check_engine(start.game.name, engine)
-        limit = engines.MAX_TIME_LIMIT
-        time_limit = get_number(item, "time_limit", DEFAULT_TIME_LIMIT, 0.1, limit)
+        default = min(DEFAULT_TIME_LIMIT, max_time_limit)
+        time_limit = get_number(
+            item, "time_limit", default, MIN_TIME_LIMIT, max_time_limit
+        )
         if claim == "best_score":
             check_question(start.game, Question.SCORE)
         rule, reason = get_string(item, "rule", ""), get_string(item, "reason", "")

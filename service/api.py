@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from verifier.errors import InputError
 from verifier.textforms import load_json
@@ -40,10 +41,35 @@ def read_json() -> Any:
             f"the body must be JSON, sent with 'Content-Type: application/json' "
             f"(got {request.mimetype or 'none'!r})"
         )
-    raw = request.get_data(cache=False)
+    raw = read_body()
     if not raw.strip():
         raise InputError("empty body: expected a JSON object", code="malformed_json")
     return load_json(raw, code="malformed_json")
+
+
+def read_body() -> bytes:
+    """Return the raw body; one longer than ``MAX_CONTENT_LENGTH`` is a 413,
+    however it is sent.
+
+    Werkzeug refuses a ``Content-Length`` over the limit before reading, but
+    a chunked body (no ``Content-Length``) it reads only *up to* the limit
+    and stops there without looking for more: a longer body would be cut
+    silently and the prefix taken as the request (or reported as malformed
+    JSON at the cut). So a body that fills the limit exactly is checked for
+    one byte more; the server ends a chunked stream (it sets
+    ``wsgi.input_terminated``), so that read cannot wait for ever.
+    """
+    raw = request.get_data(cache=False)
+    limit = request.max_content_length
+    if (
+        limit is not None
+        and len(raw) >= limit
+        and request.content_length is None
+        and request.environ.get("wsgi.input_terminated")
+        and request.environ["wsgi.input"].read(1)
+    ):
+        raise RequestEntityTooLarge()
+    return raw
 
 
 def _reply(submitted: broker.Submitted):

@@ -48,6 +48,7 @@ ERROR_STATUS: dict[type[PatienceError], int] = {
 def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     """Return the API app; ``REDIS_URL``/``PATIENCE_*`` come from env or config."""
     app = Flask("patience")
+    keep_slashes(app)
     app.config.from_mapping(MAX_CONTENT_LENGTH=MAX_BODY_BYTES)
     app.config.update(
         {
@@ -67,6 +68,17 @@ def create_app(test_config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(web.bp)
     register_error_handlers(app)
     return app
+
+
+def keep_slashes(app: Flask) -> None:
+    """Match paths as sent: ``/v1/jobs//certificate`` is a JSON 404.
+
+    Werkzeug merges repeated slashes by answering a 308 redirect (an HTML
+    page) to the merged path; for a JSON API that is neither an answer nor
+    an error body, and the merged path is rarely what was meant (an empty
+    job id). The map's matcher then tries no merged path at all.
+    """
+    app.url_map.merge_slashes = False
 
 
 def error_response(status: int, code: str, message: str) -> tuple[Response, int]:

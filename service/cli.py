@@ -11,6 +11,7 @@ step in ``play``); 2 bad input or usage, with one message and no traceback.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import secrets
@@ -26,30 +27,68 @@ from verifier.registry import DEFAULT_GAME, GAMES, get_game
 from verifier.replay import replay
 
 EXIT_OK, EXIT_NO, EXIT_BAD_INPUT = 0, 1, 2
+#: Most deals one ``generate`` prints: the API's bound (``worker.jobs.MAX_DEALS``,
+#: not imported, since it loads the whole worker), so both doors agree; each
+#: deal takes about half a second to build and prove.
+MAX_GENERATE = 1000
 
 
 def read_text(path: str) -> str:
-    """Read a file (``-`` is standard input); missing files are input errors."""
+    """Read a file (``-`` is standard input) as UTF-8 text.
+
+    Missing or unreadable files and bytes that are not UTF-8 are input
+    errors. Standard input is read as bytes and decoded here, strictly: its
+    text stream would turn bad bytes into surrogates that surface later as
+    baffling card tokens. A leading byte order mark (editors on Windows
+    write one) is dropped, so the first token reads as it looks.
+    """
     if path == "-":
-        try:
-            return sys.stdin.read()
-        except UnicodeDecodeError:
-            raise InputError("standard input is not UTF-8 text") from None
+        return decode_text(read_stdin_bytes(), "standard input")
     try:
-        return Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError(f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return decode_text(data, path)
+
+
+def read_stdin_bytes() -> bytes | str:
+    """Return standard input's bytes (its text when it has no byte stream,
+    e.g. replaced by a test)."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    return buffer.read() if buffer is not None else sys.stdin.read()
+
+
+def decode_text(data: bytes | str, where: str) -> str:
+    """Return ``data`` as text: strict UTF-8, universal newlines, no leading BOM."""
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff")
+    try:
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig").read()
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{where} is not UTF-8 text (byte {data[exc.start]:#04x} at offset "
+            f"{exc.start})"
+        ) from None
 
 
 def load_start(args: argparse.Namespace) -> Start:
-    """Return the start named by ``--number N`` or by the FILE argument."""
-    if getattr(args, "number", None) is not None:
-        return start_from_number(get_game(args.game), args.number)
-    if not getattr(args, "file", None):
+    """Return the start named by ``--number N`` or by the FILE argument.
+
+    Both at once is refused: one of them would be silently ignored.
+    """
+    number, path = getattr(args, "number", None), getattr(args, "file", None)
+    if number is not None and path:
+        raise InputError(
+            f"give one start (a FILE or --number N), not both: {path!r} "
+            f"and --number {number}"
+        )
+    if number is not None:
+        return start_from_number(get_game(args.game), number)
+    if not path:
         raise InputError("give a deal or position FILE, or --number N")
-    return read_start(read_text(args.file), args.game)
+    return read_start(read_text(path), args.game)
 
 
 # -- subcommands ----------------------------------------------------------------
@@ -143,6 +182,8 @@ def cmd_verify_cases(args: argparse.Namespace) -> int:
     cases = [
         case for path in args.files for case in load_cases(read_text(path), source=path)
     ]
+    if args.engine is not None:
+        check_case_engine(args.engine, {case.start.game.name for case in cases})
     failed = 0
     bar = Progress(len(cases), enabled=not args.json and sys.stderr.isatty())
     for result in run_cases(cases, engine=args.engine):
@@ -157,6 +198,16 @@ def cmd_verify_cases(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"{len(cases) - failed} passed, {failed} failed")
     return EXIT_NO if failed else EXIT_OK
+
+
+def check_case_engine(engine: str, games: set[str]) -> None:
+    """Refuse ``--engine`` before any case runs, as a case's own engine is
+    refused when its file loads: a bad name must not wait behind the cases
+    that need no prover (or hide when there are no cases)."""
+    from patience_encodings import engines
+
+    for game in sorted(games or {get_game(None).name}):
+        engines.check_engine(game, engine)
 
 
 def format_case(result) -> str:
@@ -199,8 +250,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.count < 1 or args.start < 0:
         raise InputError("--count must be at least 1 and --start at least 0")
-    args.numbers = parse_numbers(args.numbers) if args.numbers else None
+    args.numbers = numbers_option(args.numbers)
     return bench.main(args, sys.stdout)
+
+
+def numbers_option(text: str | None) -> tuple[int, ...] | None:
+    """Return the deals of ``--numbers`` (None when it is not given).
+
+    An empty value is refused (as ``study`` refuses it), not read as "not
+    given": ``--numbers "$LIST"`` with an empty list must not run 100 deals.
+    """
+    if text is None:
+        return None
+    try:
+        return parse_numbers(text)
+    except InputError as exc:
+        raise InputError(f"--numbers: {exc.message}") from None
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
@@ -261,6 +326,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Print graded, proven, guaranteed-winnable deals (same seed, same deals)."""
     from patience_encodings import generate
 
+    if not 1 <= args.count <= MAX_GENERATE:
+        raise InputError(
+            f"--count must be between 1 and {MAX_GENERATE}, not {args.count}"
+        )
     seed = args.seed if args.seed is not None else secrets.randbits(63)
     made = generate.generate(args.count, seed, args.difficulty, engine=args.engine)
     for deal in made:
@@ -342,7 +411,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check_cert)
 
     p = sub.add_parser("generate", help="generate graded, winnable, proven deals")
-    p.add_argument("--count", type=int, default=1, help="number of deals")
+    p.add_argument(
+        "--count",
+        type=int,
+        default=1,
+        help=f"number of deals (1 to {MAX_GENERATE}, as the API)",
+    )
     p.add_argument("--seed", type=int, help="same seed, same deals (default random)")
     p.add_argument(
         "--difficulty", default="any", help="any, easy, medium, hard or expert"

@@ -11,7 +11,7 @@ from typing import Any
 
 from patience_encodings.generate import MAX_SEED
 from verifier.registry import GAMES
-from worker.jobs import DIFFICULTIES, MAX_DEALS, MAX_ITEMS, QUESTIONS
+from worker.jobs import DIFFICULTIES, MAX_DEALS, MAX_ITEMS, MIN_TIME_LIMIT, QUESTIONS
 from worker.settings import Settings
 
 from .broker import JOB_STATUSES
@@ -68,7 +68,7 @@ def _start_properties(settings: Settings) -> dict[str, Any]:
         "engine": {"type": "string", "description": "auto or a listed engine"},
         "time_limit": {
             "type": "number",
-            "minimum": 0.1,
+            "minimum": MIN_TIME_LIMIT,
             "maximum": settings.max_time_limit,
         },
     }

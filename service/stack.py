@@ -9,6 +9,7 @@ separate process in its own session (process group), so it can be stopped
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -165,7 +166,37 @@ class WorkerProcess:
             pass
 
 
-class _QuietHandler(WSGIRequestHandler):
+class JsonErrorHandler(WSGIRequestHandler):
+    """A request handler whose own errors are the API's JSON error body.
+
+    Some requests never reach the app: a request line over 64 KiB (414),
+    headers too large (431), a malformed request line (400). Python's
+    `http.server` answers those itself with an HTML page; a client of a JSON
+    API should get ``{"error": {"code", "message"}}`` there too.
+    """
+
+    def send_error(
+        self, code: int, message: str | None = None, explain: str | None = None
+    ) -> None:
+        short, long = self.responses.get(code, ("Error", ""))
+        self.log_error("code %d, message %s", code, message or short)
+        self.close_connection = True
+        self.send_response(code, message or short)
+        self.send_header("Connection", "close")
+        if code < 200 or code in (204, 205, 304):  # no body allowed
+            self.end_headers()
+            return
+        name = "".join(c if c.isalnum() else "_" for c in short.lower())
+        error = {"code": name, "message": explain or long or message or short}
+        body = json.dumps({"error": error}).encode()
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if getattr(self, "command", None) != "HEAD":
+            self.wfile.write(body)
+
+
+class _QuietHandler(JsonErrorHandler):
     """A request handler that keeps no access log (for the load script)."""
 
     def log_request(self, *args: Any, **kwargs: Any) -> None:
@@ -216,7 +247,7 @@ class ServerThread:
     def __init__(
         self, app: Any, host: str = "127.0.0.1", port: int = 0, quiet: bool = False
     ) -> None:
-        handler = _QuietHandler if quiet else WSGIRequestHandler
+        handler = _QuietHandler if quiet else JsonErrorHandler
         self.server: BaseWSGIServer = make_server(
             host, port, app, threaded=True, request_handler=handler
         )

@@ -111,3 +111,30 @@ def test_wilson_interval_brackets_the_rate():
     low, high = bench.wilson(70, 100)
     assert 0.60 < low < 0.70 < high < 0.79
     assert bench.wilson(0, 0) == (0.0, 1.0)
+
+
+def test_deal_json_is_read_back_as_that_numbered_deal(capsys, tmp_path):
+    """``deal --json`` of this game reads back too (its file names the game)."""
+    _, printed, _ = run(capsys, "deal", *GAME, "--number", "8", "--json")
+    path = tmp_path / "bf8.json"
+    path.write_text(printed)
+    code, out, err = run(capsys, "show", str(path))
+    assert (code, err) == (0, "") and "besieged-fortress deal #8" in out
+    code, out, _ = run(capsys, "solve", str(path), "--engine", "search", "--json")
+    assert code == 0 and json.loads(out)["status"] == "won"
+
+
+def test_deal_json_of_another_game_for_the_number_exits_2(capsys, tmp_path):
+    """A Devil's Grip deal under a Besieged Fortress number is two starts."""
+    _, printed, _ = run(capsys, "deal", "--number", "8", "--json")
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(json.loads(printed) | {"game": "besieged-fortress"}))
+    code, _, err = run(capsys, "show", str(path))
+    assert code == 2 and err.startswith("error: deal: ")
+
+
+def test_a_file_and_a_number_together_exit_2(capsys, tmp_path):
+    path = tmp_path / "bf1.txt"
+    path.write_text(bf.format_deal(bf.numbered_deal(1)))
+    code, out, err = run(capsys, "show", *GAME, str(path), "--number", "2")
+    assert code == 2 and out == "" and "give one start" in err

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from patience_encodings.cases import load_cases, run_case
+from patience_encodings.cases import load_cases, parse_case, run_case
 from service.cli import main
 from verifier.errors import InputError
 
@@ -189,3 +189,31 @@ def test_cli_verify_cases_exits_2_on_bad_field_values(tmp_path, capsys):
     assert main(["verify-cases", str(broken)]) == 2
     err = capsys.readouterr().err
     assert "'time_limit' must be a number" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "time_limit, cap, message",
+    [
+        (3600, None, None),  # the provers' own cap, for the command line
+        (3601, None, "'time_limit' must be between 0.1 and 3600, not 3601"),
+        (30, 30, None),
+        (3600, 30, "'time_limit' must be between 0.1 and 30, not 3600"),
+        (0.05, 30, "'time_limit' must be between 0.1 and 30, not 0.05"),
+    ],
+)
+def test_a_case_time_limit_is_checked_against_the_callers_cap(time_limit, cap, message):
+    """A service passes its own cap: one check, with the range it accepts."""
+    item = {"id": "a", "deal": "number 5", "dead": True, "time_limit": time_limit}
+    limits = {} if cap is None else {"max_time_limit": cap}
+    if message is None:
+        assert parse_case(item, **limits).time_limit == time_limit
+    else:
+        with pytest.raises(InputError) as caught:
+            parse_case(item, **limits)
+        assert caught.value.message == f"case: case 'a': {message}"
+
+
+def test_a_case_without_a_time_limit_takes_the_default_within_the_cap():
+    item = {"deal": "number 5", "dead": True}
+    assert parse_case(item).time_limit == 10
+    assert parse_case(item, max_time_limit=4).time_limit == 4

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from service import cli
 from service.cli import main
 from verifier import devils_grip as dg
 
@@ -157,3 +161,175 @@ def test_serve_refuses_a_port_out_of_range(capsys, port):
         main(["serve", "--port", port])
     assert caught.value.code == 2
     assert "port" in capsys.readouterr().err
+
+
+def cli_process(argv: list[str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    """Run ``patience ARGV`` in a fresh interpreter (the real standard input)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONIOENCODING"}
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", *argv],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        check=False,
+    )
+
+
+def fake_stdin(monkeypatch, data: bytes) -> None:
+    """Give the CLI standard input ``data``, decoded as Python decodes a pipe."""
+    stream = io.TextIOWrapper(io.BytesIO(data), "utf-8", errors="surrogateescape")
+    monkeypatch.setattr(sys, "stdin", stream)
+
+
+def test_deal_json_is_read_back_by_every_reader(capsys, tmp_path):
+    """``patience deal --json`` prints ``{game, number, deal}``; show, play and
+    solve read it back as that numbered deal."""
+    _, printed, _ = run(capsys, "deal", "--number", "17", "--json")
+    path = tmp_path / "d17.json"
+    path.write_text(printed)
+    (tmp_path / "none.moves").write_text("")
+    code, out, err = run(capsys, "show", str(path))
+    assert (code, err) == (0, "") and "devils-grip deal #17" in out
+    code, out, _ = run(capsys, "play", str(path), str(tmp_path / "none.moves"))
+    assert code == 0
+    argv = ("solve", str(path), "--engine", "search", "--time-limit", "5", "--json")
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and json.loads(out)["status"] == "lost"
+
+
+def test_deal_json_pipes_into_show():
+    printed = cli_process(["deal", "--number", "17", "--json"], b"").stdout
+    proc = cli_process(["show", "-"], printed)
+    assert proc.returncode == 0, proc.stderr
+    assert b"devils-grip deal #17" in proc.stdout
+
+
+def test_a_deal_json_with_another_number_exits_2(capsys, tmp_path):
+    _, printed, _ = run(capsys, "deal", "--number", "17", "--json")
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(json.loads(printed) | {"number": 18}))
+    code, _, err = run(capsys, "show", str(path))
+    assert code == 2 and "'deal' is not deal number 18" in err
+
+
+def test_empty_deal_numbers_exit_2_as_in_study(capsys):
+    """``--numbers ""`` is an empty list, not "run --start/--count"."""
+    code, out, err = run(
+        capsys, "bench", "--numbers", "", "--count", "1", "--engine", "search",
+        "--time-limit", "0.1", "--no-calibration",
+    )  # fmt: skip
+    assert code == 2 and out == ""
+    assert err == "error: --numbers: bad deal numbers '': expected N or N-M\n"
+
+
+def test_generate_refuses_more_deals_than_the_api(capsys, monkeypatch):
+    """The CLI's bound is the API's (``worker.jobs.MAX_DEALS``); above it no
+    deal is built."""
+    from patience_encodings import generate
+    from worker.jobs import MAX_DEALS
+
+    def never(*_args, **_kwargs):
+        pytest.fail("a deal was built for a count above the maximum")
+
+    monkeypatch.setattr(generate, "generate_one", never)
+    assert cli.MAX_GENERATE == MAX_DEALS
+    code, out, err = run(capsys, "generate", "--count", str(MAX_DEALS + 1))
+    assert code == 2 and out == ""
+    assert f"--count must be between 1 and {MAX_DEALS}, not {MAX_DEALS + 1}" in err
+
+
+def test_standard_input_not_utf8_names_standard_input(capsys, monkeypatch):
+    """A pipe's bad bytes are named as such, not as a card token of surrogates."""
+    fake_stdin(monkeypatch, b"\xff\xfe")
+    code, _, err = run(capsys, "show", "-")
+    assert code == 2
+    assert err == "error: standard input is not UTF-8 text (byte 0xff at offset 0)\n"
+
+
+def test_standard_input_not_utf8_in_the_default_environment():
+    proc = cli_process(["show", "-"], b"\xff\xfe")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(b"error: standard input is not UTF-8 text")
+
+
+def test_a_file_not_utf8_is_named(capsys, tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"\xff\xfe")
+    code, _, err = run(capsys, "show", str(path))
+    assert code == 2 and f"{path} is not UTF-8 text (byte 0xff" in err
+
+
+def _with_bom(text: str) -> bytes:
+    return b"\xef\xbb\xbf" + text.encode()
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_a_leading_byte_order_mark_is_ignored_in_files(capsys, tmp_path, form):
+    deal = dg.numbered_deal(17)
+    text = dg.format_deal(deal)
+    if form == "json":
+        text = json.dumps({"deal": [str(c) for c in deal]})
+    path = tmp_path / "bom.txt"
+    path.write_bytes(_with_bom(text))
+    code, out, err = run(capsys, "show", str(path))
+    assert (code, err) == (0, "") and " A  J♦" in out
+
+
+def test_a_leading_byte_order_mark_is_ignored_on_standard_input(capsys, monkeypatch):
+    fake_stdin(monkeypatch, _with_bom(dg.format_deal(dg.numbered_deal(17))))
+    code, out, err = run(capsys, "show", "-")
+    assert (code, err) == (0, "") and " A  J♦" in out
+
+
+def test_a_byte_order_mark_in_a_moves_file_is_ignored(capsys, tmp_path):
+    moves = tmp_path / "m.txt"
+    moves.write_bytes(_with_bom(WIN_MOVES.read_text()))
+    code, out, _ = run(capsys, "play", str(WIN_POSITION), str(moves))
+    assert code == 0 and out.strip().endswith("WON")
+
+
+@pytest.mark.parametrize(
+    "fields, named",
+    [
+        ({"quesiton": "score"}, "unknown field(s) in a number start: quesiton"),
+        ({"bogus": 1}, "unknown field(s) in a number start: bogus"),
+    ],
+)
+def test_unknown_fields_in_a_start_file_exit_2(capsys, tmp_path, fields, named):
+    """The API refuses these fields; the CLI must not quietly ignore them."""
+    path = tmp_path / "start.json"
+    path.write_text(json.dumps({"game": "devils-grip", "number": 5} | fields))
+    code, out, err = run(capsys, "show", str(path))
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {named} (allowed: game, number, deal")
+
+
+@pytest.mark.parametrize("command", ["show", "solve", "certify"])
+def test_a_file_and_a_number_together_exit_2(capsys, tmp_path, command):
+    """Neither start may be silently dropped."""
+    path = tmp_path / "d17.txt"
+    path.write_text(dg.format_deal(dg.numbered_deal(17)))
+    code, out, err = run(capsys, command, str(path), "--number", "5")
+    assert code == 2 and out == ""
+    both = f"not both: {str(path)!r} and --number 5"
+    assert err == f"error: give one start (a FILE or --number N), {both}\n"
+
+
+def test_verify_cases_checks_the_engine_before_any_case(capsys):
+    cases = Path(__file__).resolve().parent.parent / "seeds" / "edge-cases"
+    code, out, err = run(
+        capsys, "verify-cases", "--engine", "nope", str(cases / "devils-grip.yaml")
+    )
+    assert code == 2 and out == ""
+    assert err.startswith("error: unknown engine 'nope'")
+
+
+def test_bench_prints_no_empty_best_scores_line(capsys):
+    code, out, _ = run(
+        capsys, "bench", "--engine", "search", "--numbers", "1", "--score",
+        "--time-limit", "0.1", "--no-calibration",
+    )  # fmt: skip
+    assert code == 0
+    # the empty list's line would end with its colon
+    assert not any(line.rstrip().endswith(":") for line in out.splitlines())
+    assert "Proven best scores, search: none" in out

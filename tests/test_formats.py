@@ -204,7 +204,9 @@ def test_bad_deal_numbers_name_the_item(text, message):
         ('{"number": NaN}', "NaN is not a JSON number"),
         ('{"game": 5, "number": 1}', "'game' must be a string, not int"),
         ("number 1" + "0" * 5000, "too large (5001 digits)"),
-        ('{"number": 3, "deal": "2S"}', "not 'number', 'deal'"),
+        ('{"number": 3, "position": {}}', "not 'number', 'position'"),
+        ('{"deal": "2S", "position": {}}', "not 'deal', 'position'"),
+        ('{"number": 3, "deal": "2S"}', "expected 96"),
         ('{"position": {"game": "besieged-fortress"}}', "the position is for"),
     ],
 )
@@ -221,3 +223,54 @@ def test_a_pile_named_twice_is_refused():
         bf.parse_position_text("F: 2S\nF: KS KH KD KC")
     with pytest.raises(PositionError, match="two tops for one foundation: 2S and KS"):
         bf.parse_position_text("F: 2S KS KH KD KC")
+
+
+def _deal_json(number: int, **extra: object) -> str:
+    """Return what ``patience deal --number N --json`` prints (plus ``extra``)."""
+    tokens = [str(c) for c in dg.numbered_deal(number)]
+    return json.dumps({"game": "devils-grip", "number": number, "deal": tokens} | extra)
+
+
+def test_a_number_with_its_own_deal_is_that_numbered_deal():
+    """What ``patience deal --json`` prints reads back as the numbered deal."""
+    start = read_start(_deal_json(17))
+    assert start.number == 17 and start.kind == "number"
+    assert start.state == dg.initial_state(dg.numbered_deal(17))
+    text = dg.format_deal(dg.numbered_deal(17))
+    as_text = read_start(json.dumps({"number": 17, "deal": text}))
+    assert as_text.number == 17
+
+
+def test_a_number_with_another_deal_is_refused():
+    wrong = json.loads(_deal_json(17)) | {"number": 18}
+    with pytest.raises(InputError, match="'deal' is not deal number 18 of devils-grip"):
+        read_start(json.dumps(wrong))
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (
+            {"game": "devils-grip", "number": 5, "quesiton": "score"},
+            "unknown field(s) in a number start: quesiton",
+        ),
+        ({"game": "devils-grip", "number": 5, "bogus": 1}, "number start: bogus"),
+        ({"number": 5, "question": "score", "engine": "sat"}, "engine, question"),
+        ({"deal": "2S", "bogus": 1}, "unknown field(s) in a deal start: bogus"),
+        ({"position": {}, "number_of": 1}, "in a position start: number_of"),
+    ],
+)
+def test_unknown_fields_of_a_start_are_named(data, message):
+    """A start file is proven as it is: a field it cannot mean is refused."""
+    with pytest.raises(InputError, match=re.escape(message)):
+        read_start(json.dumps(data))
+
+
+def test_generated_deal_records_are_starts():
+    """``patience generate --json`` lines (the curated corpus) carry more than
+    the deal; every field of theirs is read (as a deal)."""
+    line = (SEEDS / "curated" / "devils-grip.jsonl").read_text().splitlines()[0]
+    record = json.loads(line)
+    start = read_start(line)
+    assert start.kind == "deal"
+    assert start.deal == dg.deal_from_list(record["deal"])

@@ -6,10 +6,16 @@ because none of them may ever reach one.
 
 from __future__ import annotations
 
+import io
 import json
 import uuid
+from collections.abc import Iterable, Iterator
 
 import pytest
+from werkzeug.test import EnvironBuilder
+from werkzeug.wrappers import Request
+
+from service.app import MAX_BODY_BYTES
 
 ONE_DEAL = json.dumps({"deal": ["2S"] * 96}).encode()
 ALIASES = "- &a {id: x, deal: number 1, dead: true}\n- *a"
@@ -79,6 +85,159 @@ def test_oversize_body_is_413(api_no_worker):
     assert "larger than" in reply.get_json()["error"]["message"]
 
 
+class _ChunkedBody(io.RawIOBase):
+    """A request body made on demand, as a chunked upload arrives: its size
+    is known to nobody, and it counts what the app read of it."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.chunks: Iterator[bytes] = iter(chunks)
+        self.pending = b""
+        self.read_bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        while not self.pending:
+            self.pending = next(self.chunks, b"")
+            if not self.pending:
+                return 0
+        size = min(len(buffer), len(self.pending))
+        buffer[:size] = self.pending[:size]
+        self.pending = self.pending[size:]
+        self.read_bytes += size
+        return size
+
+
+def _post_chunked(client, path: str, chunks: Iterable[bytes]):
+    """POST ``chunks`` as a server passes on ``Transfer-Encoding: chunked``:
+    no Content-Length, and ``wsgi.input_terminated`` set (the server ends the
+    stream; werkzeug's does, and so do gunicorn's and others'). The test
+    client would otherwise measure the body and send its length."""
+    environ = EnvironBuilder(
+        path=path,
+        method="POST",
+        content_type="application/json",
+        headers={"Transfer-Encoding": "chunked"},
+    ).get_environ()
+    environ.pop("CONTENT_LENGTH", None)
+    body = _ChunkedBody(chunks)
+    environ |= {"wsgi.input": body, "wsgi.input_terminated": True}
+    return client.open(Request(environ)), body
+
+
+SMALL_PROOF = b'{"number": 10, "time_limit": 1}'
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        pytest.param([SMALL_PROOF, b" " * 3_000_000], id="spaces-after-the-json"),
+        pytest.param([SMALL_PROOF[:-1], b" " * 3_000_000, b"}"], id="cut-inside"),
+        pytest.param([SMALL_PROOF] + [b" " * 10**6] * 100, id="100-MB"),
+        pytest.param([b" " * (MAX_BODY_BYTES + 1)], id="one-byte-over"),
+    ],
+)
+def test_a_chunked_body_over_the_limit_is_413_like_a_measured_one(
+    api_no_worker, chunks
+):
+    """A body without Content-Length is refused past the limit, not cut there."""
+    app = api_no_worker.application
+    before = _count_jobs(app)
+    measured = api_no_worker.post(
+        "/v1/proofs", data=b"".join(chunks), content_type="application/json"
+    )
+    reply, body = _post_chunked(api_no_worker, "/v1/proofs", chunks)
+    assert reply.status_code == measured.status_code == 413, reply.get_json()
+    assert reply.get_json() == measured.get_json()
+    assert reply.get_json()["error"]["code"] == "request_entity_too_large"
+    assert body.read_bytes == MAX_BODY_BYTES + 1  # the rest is never read
+    assert _count_jobs(app) == before
+
+
+def test_a_chunked_body_that_fills_the_limit_is_read_whole(api_no_worker):
+    """Exactly the limit is allowed: the body is parsed, not refused as too large."""
+    chunks = [b"[1, 2]", b" " * (MAX_BODY_BYTES - 6)]
+    reply, _ = _post_chunked(api_no_worker, "/v1/proofs", chunks)
+    assert reply.status_code == 400, reply.get_json()
+    assert "must be a JSON object" in reply.get_json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            {"question": "x"},
+            "'question' must be one of verdict, score, not 'x'",
+        ),
+        ({"time_limit": 0}, "'time_limit' must be between 0.1 and 30, not 0"),
+        ({"time_limit": "1"}, "'time_limit' must be a number, not str"),
+        ({"game": "x"}, "unknown game 'x' (known: besieged-fortress, devils-grip)"),
+        ({"engine": "x"}, "unknown engine 'x' (known: auto, sat, smt, search)"),
+        (
+            {"game": "besieged-fortress", "question": "score"},
+            "Besieged Fortress has no score to prove; ask for the verdict",
+        ),
+        (
+            {"game": "besieged-fortress", "engine": "smt"},
+            "engine 'smt' does not support besieged-fortress (available: auto, "
+            "sat, search)",
+        ),
+    ],
+)
+def test_a_bad_batch_field_is_named_as_the_batches(api_no_worker, body, message):
+    """A value the batch sets is not blamed on ``items[0]``, which inherits it."""
+    items = {"items": [{"number": 1}, {"number": 2}]}
+    reply = api_no_worker.post("/v1/batches", json=body | items)
+    assert reply.status_code == 400, reply.get_json()
+    assert reply.get_json()["error"]["message"] == message
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            {"items": [{"number": 1}, {"number": 2, "question": "x"}]},
+            "items[1]: 'question' must be one of verdict, score, not 'x'",
+        ),
+        (
+            {"question": "score", "items": [{"game": "besieged-fortress"}]},
+            "items[0]: Besieged Fortress has no score to prove; ask for the verdict",
+        ),
+        (
+            {"engine": "smt", "items": [{"game": "besieged-fortress"}]},
+            "items[0]: engine 'smt' does not support besieged-fortress",
+        ),
+    ],
+)
+def test_an_items_own_bad_field_keeps_its_index(api_no_worker, body, message):
+    """What only an item's own fields make wrong is that item's error."""
+    for item in body["items"]:
+        item.setdefault("number", 1)
+    reply = api_no_worker.post("/v1/batches", json=body)
+    assert reply.status_code == 400, reply.get_json()
+    assert reply.get_json()["error"]["message"].startswith(message)
+
+
+@pytest.mark.parametrize("time_limit", [1e9, 3600, 30.5, 0, 0.05, "fast"])
+def test_a_case_time_limit_is_checked_once_against_the_service(
+    api_no_worker, time_limit
+):
+    """The test service takes 0.1 to 30 s; a case's limit gets that range, once."""
+    case = {"id": "a", "deal": "number 5", "dead": True, "time_limit": time_limit}
+    reply = api_no_worker.post(
+        "/v1/batches", json={"items": [{"kind": "case", "case": case}]}
+    )
+    assert reply.status_code == 400, reply.get_json()
+    message = reply.get_json()["error"]["message"]
+    assert message.startswith("items[0]: ")
+    if isinstance(time_limit, str):
+        assert message.endswith("'time_limit' must be a number, not str")
+    else:
+        expected = f"'time_limit' must be between 0.1 and 30, not {time_limit!r}"
+        assert message.endswith(expected)
+
+
 @pytest.mark.parametrize(
     "content_type",
     [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data"],
@@ -107,7 +266,16 @@ def test_wrong_method_is_405_with_allow(api_no_worker):
 
 
 @pytest.mark.parametrize(
-    "path", [f"/v1/jobs/{uuid.uuid4().hex}", "/v1/jobs/../../etc", "/v1/nothing"]
+    "path",
+    [
+        f"/v1/jobs/{uuid.uuid4().hex}",
+        "/v1/jobs/../../etc",
+        "/v1/nothing",
+        # Not a 308 redirect (an HTML page) to the path with slashes merged.
+        "/v1/jobs//certificate",
+        "/v1//games",
+        f"/v1/jobs//{uuid.uuid4().hex}",
+    ],
 )
 def test_unknown_paths_and_jobs_are_404_json(api_no_worker, path):
     reply = api_no_worker.get(path)
@@ -186,3 +354,53 @@ def test_an_identical_submission_reuses_a_pending_job_only_with_time_enough(
     new = ProofJob.from_json({"number": 1, "time_limit": later}, settings)
     record = JobRecord("a" * 32, "proof", old.to_json(), old.budget, key=old.key)
     assert _reusable({"status": status}, record, new) is reused
+
+
+def _raw_request(url: str, request: bytes) -> tuple[int, str, bytes]:
+    """Send ``request`` as it is over a socket; return status, type, body."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(request)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    fields = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), fields.get("Content-Type", ""), body
+
+
+@pytest.mark.parametrize(
+    "request_bytes, status, code",
+    [
+        (
+            b"GET /v1/" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n",
+            414,
+            "request_uri_too_long",
+        ),
+        (
+            b"GET /v1/games HTTP/1.1\r\n" + b"X-Big: 1\r\n" * 120 + b"\r\n",
+            431,
+            "request_header_fields_too_large",
+        ),
+        (b"GET /v1/games x HTTP/1.1\r\n\r\n", 400, "bad_request"),
+    ],
+    ids=["long-url", "big-headers", "bad-request-line"],
+)
+def test_requests_the_server_refuses_get_the_json_error_body(
+    service_app, request_bytes, status, code
+):
+    """Refused before the app runs (by `http.server`), still JSON, not HTML."""
+    from service.stack import ServerThread
+
+    server = ServerThread(service_app).start()
+    try:
+        got, content_type, body = _raw_request(server.url, request_bytes)
+    finally:
+        server.stop()
+    assert (got, content_type) == (status, "application/json")
+    error = json.loads(body)["error"]
+    assert error["code"] == code and error["message"]

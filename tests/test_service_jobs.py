@@ -101,13 +101,20 @@ def test_the_worker_sets_each_jobs_cores_unless_the_deployment_did(monkeypatch):
     assert os.environ[CORES_ENV] == "7"
 
 
+def format_deal(number: int) -> str:
+    """The text of numbered deal ``number`` (as ``patience deal`` prints it)."""
+    return dg.format_deal(dg.numbered_deal(number))
+
+
 # -- proof requests ------------------------------------------------------------------
 @pytest.mark.parametrize(
     "body, error, fragment",
     [
         ([1, 2], InputError, "must be a JSON object"),
         ({}, InputError, "exactly one of 'deal', 'position' or 'number'"),
-        ({"number": 1, "deal": "2S"}, InputError, "got deal, number"),
+        ({"number": 1, "position": {}}, InputError, "got position, number"),
+        ({"number": 1, "deal": "2S"}, DealError, "has 1 card"),
+        ({"number": 1, "deal": format_deal(2)}, InputError, "not deal number 1"),
         ({"number": 1, "time_limt": 5}, InputError, "unknown field(s)"),
         ({"game": "poker", "number": 1}, UnknownGameError, "unknown game 'poker'"),
         ({"game": 7, "number": 1}, InputError, "'game' must be a string"),
@@ -130,6 +137,15 @@ def test_bad_proof_requests_name_the_problem(body, error, fragment):
     with pytest.raises(error) as caught:
         jobs.ProofJob.from_json(body, SETTINGS)
     assert fragment in caught.value.message
+
+
+def test_a_number_with_its_own_deal_is_the_number_as_deal_json_prints_it():
+    """``patience deal --json`` prints the number and the deal: both may be
+    sent, and the job is the numbered deal's (one submission key for both)."""
+    printed = {"game": "devils-grip", "number": 7, "deal": format_deal(7)}
+    job = jobs.ProofJob.from_json(printed, SETTINGS)
+    plain = jobs.ProofJob.from_json({"number": 7}, SETTINGS)
+    assert job == plain and job.start.deal == plain.start.deal
 
 
 def test_unknown_engine_is_refused():
@@ -232,6 +248,68 @@ def test_bad_batches_are_refused(body, fragment):
     with pytest.raises(InputError) as caught:
         jobs.BatchJob.from_json(body, SETTINGS)
     assert fragment in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "batch, error, message",
+    [
+        ({"question": "x"}, InputError, "'question' must be one of verdict, score"),
+        ({"time_limit": 0}, InputError, "'time_limit' must be between 0.1 and 30"),
+        ({"time_limit": 31}, InputError, "'time_limit' must be between 0.1 and 30"),
+        ({"time_limit": "1"}, InputError, "'time_limit' must be a number, not str"),
+        ({"game": "x"}, UnknownGameError, "unknown game 'x'"),
+        ({"game": 5}, InputError, "'game' must be a string, not int"),
+        ({"engine": "x"}, UnsupportedError, "unknown engine 'x'"),
+        ({"engine": 5}, InputError, "'engine' must be a string, not int"),
+        (
+            {"game": "besieged-fortress", "question": "score"},
+            UnsupportedError,
+            "Besieged Fortress has no score to prove",
+        ),
+    ],
+)
+def test_a_bad_batch_default_names_the_batch_not_an_item(batch, error, message):
+    body = batch | {"items": [{"number": 1}], "cases": "- {deal: number 1, dead: true}"}
+    with pytest.raises(error) as caught:
+        jobs.BatchJob.from_json(body, SETTINGS)
+    assert caught.value.message.startswith(message)
+
+
+@needs_prover
+def test_a_batch_engine_is_checked_against_a_game_only_the_batch_names():
+    """``engine: smt`` cannot prove Besieged Fortress: a batch that names that
+    game is wrong as a whole; one whose item names it, only in that item."""
+    smt = {"engine": "smt", "items": [{"number": 1}]}
+    assert jobs.BatchJob.from_json(smt, SETTINGS).items[0].engine == "smt"
+    with pytest.raises(UnsupportedError, match="^engine 'smt' does not support"):
+        jobs.BatchJob.from_json(smt | {"game": "besieged-fortress"}, SETTINGS)
+    mixed = smt | {"items": [{"number": 1}, {"number": 1, "game": "besieged-fortress"}]}
+    with pytest.raises(UnsupportedError, match=r"^items\[1\]: engine 'smt'"):
+        jobs.BatchJob.from_json(mixed, SETTINGS)
+
+
+@pytest.mark.parametrize("time_limit", [1e9, 3600, 30.5, 0, 0.05])
+def test_a_case_time_limit_gets_the_services_range_once(time_limit):
+    case = {"deal": "number 1", "dead": True, "time_limit": time_limit}
+    body = {"items": [{"kind": "case", "case": case}]}
+    with pytest.raises(InputError) as caught:
+        jobs.BatchJob.from_json(body, SETTINGS)
+    message = caught.value.message
+    assert message.startswith("items[0]: ")
+    assert message.endswith(
+        f"'time_limit' must be between 0.1 and 30, not {time_limit!r}"
+    )
+
+
+def test_a_case_without_a_time_limit_fits_a_service_with_a_low_cap():
+    """A case's default limit (10 s) is cut to the service's cap, as a proof's
+    is, instead of refusing a case that asked for nothing."""
+    settings = Settings(max_time_limit=5, max_job_seconds=120)
+    case = {"kind": "case", "case": {"deal": "number 1", "legal": "T>A1"}}
+    job = jobs.BatchJob.from_json({"items": [case]}, settings)
+    assert job.items[0].case.time_limit == 5
+    batch = jobs.BatchJob.from_json({"time_limit": 2, "items": [case]}, settings)
+    assert batch.items[0].case.time_limit == 2
 
 
 @needs_prover

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cards import SUITS, Card
+from .cards import SUITS, Card, card_count
 from .errors import (
     DealError,
     IllegalMoveError,
@@ -237,7 +237,8 @@ def validate_deal(cards: Sequence[Card]) -> Deal:
     if len(cards) != DEAL_SIZE:
         missing = sorted(str(c) for c in DECK - set(counts))
         hint = f"; missing: {' '.join(missing[:12])}" if missing else ""
-        raise DealError(f"deal has {len(cards)} cards, expected {DEAL_SIZE}{hint}")
+        size = card_count(len(cards))
+        raise DealError(f"deal has {size}, expected {DEAL_SIZE}{hint}")
     return tuple(cards)
 
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cards import Card
+from .cards import Card, card_count
 from .errors import (
     DealError,
     IllegalMoveError,
@@ -254,7 +254,7 @@ def check_counts(cards: Iterable[Card], what: str, error: type[InputError]) -> N
     if total != DECK_SIZE:
         missing = sorted(str(c) for c in DECK_COUNTS if counts[c] < 2)
         hint = f"; missing: {' '.join(missing[:12])}" if missing else ""
-        raise error(f"{what} has {total} cards, expected {DECK_SIZE}{hint}")
+        raise error(f"{what} has {card_count(total)}, expected {DECK_SIZE}{hint}")
 
 
 def validate_state(state: State) -> State:

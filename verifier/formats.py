@@ -5,7 +5,8 @@ A *start* is what a prover or a replay begins from. It may be given as
 - deal text: card tokens in deal order, ``#`` comments allowed;
 - a deal in JSON: a list of tokens, or ``{"game": ..., "deal": [...]}``;
 - a position in JSON: ``{"game": ..., "grid": ..., ...}`` (the game's own fields);
-- a numbered deal: ``{"game": ..., "number": N}`` or the text ``number N``.
+- a numbered deal: ``{"game": ..., "number": N}`` or the text ``number N``
+  (with ``"deal"`` too, as ``patience deal --json`` prints it, when the two agree).
 
 `parse_numbers` reads a list of deal numbers (``1,4,10-20``), as the
 benchmarks take them.
@@ -57,31 +58,93 @@ def start_from_number(game: Game, number: Any) -> Start:
     return start_from_deal(game, game.numbered_deal(number), number)
 
 
+#: The ways to give a start in a JSON object (one of them, see `start_from_json`).
+START_FORMS = ("number", "deal", "position")
+#: Fields of a generated-deal record (``patience generate --json``, the curated
+#: corpus) besides its deal: they describe the deal, so a record is a start.
+RECORD_FIELDS = (
+    "id",
+    "seed",
+    "candidate",
+    "grade",
+    "features",
+    "text",
+    "line",
+    "proof",
+)
+#: The fields a JSON start object may carry, by form (a bare position's own
+#: fields are the game's, checked by its ``parse_position``).
+START_FIELDS = {
+    "number": ("game", "number", "deal"),
+    "deal": ("game", "deal"),
+    "position": ("game", "position"),
+}
+
+
 def start_from_json(data: Any, game_name: str | None = None) -> Start:
-    """Read a start from decoded JSON (deal list, deal object, number or position)."""
+    """Read a start from decoded JSON (deal list, deal object, number or position).
+
+    An object gives one start; ``number`` with ``deal`` is accepted only when
+    the deal is that numbered deal (what ``patience deal --json`` prints).
+    Unknown fields are refused, as the API refuses them, so that a typo is an
+    error and not a silently ignored request.
+    """
     if isinstance(data, list):
         game = get_game(game_name)
         return start_from_deal(game, game.deal_from_list(data))
     if not isinstance(data, dict):
         raise InputError("expected a JSON object or a list of card tokens")
     game = get_game(data.get("game", game_name))
-    forms = [key for key in ("number", "deal", "position") if key in data]
-    if len(forms) > 1:
+    forms = [key for key in START_FORMS if key in data]
+    if len(forms) > 1 and forms != ["number", "deal"]:
         named = ", ".join(f"'{key}'" for key in forms)
         raise InputError(
             f"give one start (a number, a deal or a position), not {named}"
         )
+    if forms:
+        _check_start_fields(data, forms[0])
     if "number" in data:
-        return start_from_number(game, data["number"])
+        start = start_from_number(game, data["number"])
+        if "deal" in data:
+            _check_same_deal(start, _deal_field(game, data["deal"]))
+        return start
     if "deal" in data:
-        deal = data["deal"]
-        if isinstance(deal, str):
-            return start_from_deal(game, game.parse_deal(deal))
-        if not isinstance(deal, list):
-            raise InputError("'deal' must be deal text or a list of card tokens")
-        return start_from_deal(game, game.deal_from_list(deal))
+        return start_from_deal(game, _deal_field(game, data["deal"]))
     position = data.get("position", data)
     return Start(game, position_from_json(game, position), "position")
+
+
+def _check_start_fields(data: dict[str, Any], form: str) -> None:
+    """Refuse fields a start of ``form`` does not have (e.g. ``quesiton``):
+    the CLI proves a file as it is, so an ignored field would be a lie."""
+    allowed = START_FIELDS[form]
+    records = RECORD_FIELDS if form != "position" else ()
+    unknown = sorted(key for key in data if key not in (*allowed, *records))
+    if unknown:
+        also = " and a generated deal's fields" if records else ""
+        raise InputError(
+            f"unknown field(s) in a {form} start: {', '.join(unknown)} "
+            f"(allowed: {', '.join(allowed)}{also})"
+        )
+
+
+def _deal_field(game: Game, deal: Any) -> tuple[Any, ...]:
+    """Return the deal of a ``deal`` field: deal text or a list of card tokens."""
+    if isinstance(deal, str):
+        return game.parse_deal(deal)
+    if not isinstance(deal, list):
+        raise InputError("'deal' must be deal text or a list of card tokens")
+    return game.deal_from_list(deal)
+
+
+def _check_same_deal(start: Start, deal: tuple[Any, ...]) -> None:
+    """Refuse a ``deal`` that is not the numbered deal given with it: the two
+    would name different starts, and neither may silently win."""
+    if tuple(deal) != tuple(start.deal or ()):
+        raise InputError(
+            f"'deal' is not deal number {start.number} of {start.game.name}: "
+            "give the number or the deal, or the deal that number names"
+        )
 
 
 def position_from_json(game: Game, position: Any) -> Any:

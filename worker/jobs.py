@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from patience_encodings import cases, certificates, generate
-from patience_encodings.engines import AUTO, check_engine, settles, solve
+from patience_encodings.engines import AUTO, ENGINES, check_engine, settles, solve
 from verifier.errors import InputError, PatienceError, UnsupportedError
 from verifier.fields import (
     check_fields,
@@ -47,7 +47,7 @@ QUESTIONS = tuple(q.value for q in Question)
 DIFFICULTIES = generate.DIFFICULTIES
 START_KEYS = ("deal", "position", "number")
 DEFAULT_TIME_LIMIT = 10.0
-MIN_TIME_LIMIT = 0.1
+MIN_TIME_LIMIT = cases.MIN_TIME_LIMIT
 MAX_DEALS = 1000
 MAX_ITEMS = 1000
 #: Budget estimates (seconds) for jobs without a time limit of their own.
@@ -116,13 +116,17 @@ class ProofJob:
         get_choice(data, "kind", ("proof",), "proof")  # a batch item's kind, if given
         game = get_game(get_string(data, "game", DEFAULT_GAME))
         given = [k for k in START_KEYS if data.get(k) is not None]
-        if len(given) != 1:
+        if given == ["deal", "number"]:  # as `patience deal --json` prints it
+            start = start_from_json({"game": game.name} | _pick(data, given))
+            given = ["number"]  # the deal was checked to be that number's
+        elif len(given) == 1:
+            start = start_from_json({"game": game.name} | _pick(data, given))
+        else:
             raise InputError(
                 "give exactly one of 'deal', 'position' or 'number' "
                 f"(got {', '.join(given) or 'none'})"
             )
         (start_field,) = given
-        start = start_from_json({"game": game.name, start_field: data[start_field]})
         question = Question(get_choice(data, "question", QUESTIONS, "verdict"))
         check_question(game, question)
         top = settings.max_time_limit
@@ -423,11 +427,8 @@ class CaseJob:
         raw = expect_object(data.get("case"), "'case'")
         # The batch's game, engine and time limit apply where the case sets none.
         raw = {k: defaults[k] for k in CASE_DEFAULTS if k in defaults} | raw
-        case = cases.parse_case(raw)
-        if not 0 < case.time_limit <= settings.max_time_limit:
-            raise InputError(
-                f"'time_limit' must be between 0 and {settings.max_time_limit:g}"
-            )
+        # Checked once, against what this service accepts (not the provers' cap).
+        case = cases.parse_case(raw, max_time_limit=settings.max_time_limit)
         return cls(case, raw | {"game": case.start.game.name})
 
     def to_json(self) -> dict[str, Any]:
@@ -490,7 +491,7 @@ class BatchJob:
         """
         data = expect_object(data, "a batch request")
         check_fields(data, BATCH_FIELDS, "a batch request")
-        defaults = {k: data[k] for k in ITEM_DEFAULTS if data.get(k) is not None}
+        defaults = _batch_defaults(data, settings)
         raw = data.get("items", [] if "cases" in data else None)
         if not isinstance(raw, list):
             raise InputError(f"'items' must be a list of 1 to {MAX_ITEMS} items")
@@ -518,6 +519,32 @@ class BatchJob:
     def budget(self) -> float:
         """Return the seconds this job may take (before the margins)."""
         return sum(item.budget + ITEM_OVERHEAD for item in self.items)
+
+
+def _pick(data: Mapping[str, Any], keys: list[str]) -> dict[str, Any]:
+    return {key: data[key] for key in keys}
+
+
+def _batch_defaults(data: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    """Return the fields the batch sets for its items, each checked here.
+
+    A bad value the batch sets once must be named as the batch's own field,
+    not blamed on ``items[0]``, the first item to inherit it. A default is
+    judged as far as the batch alone decides it: the question and engine
+    against the game only when the batch names that game too, since each
+    item may name its own (such a mismatch is then the item's error).
+    """
+    defaults = {k: data[k] for k in ITEM_DEFAULTS if data.get(k) is not None}
+    game = get_game(get_string(defaults, "game", DEFAULT_GAME))
+    question = Question(get_choice(defaults, "question", QUESTIONS, "verdict"))
+    top = settings.max_time_limit
+    get_number(defaults, "time_limit", top, MIN_TIME_LIMIT, top)
+    engine = get_string(defaults, "engine", AUTO)
+    if "game" in defaults:
+        check_question(game, question)
+    if "game" in defaults or engine not in ENGINES:
+        check_engine(game.name, engine)
+    return defaults
 
 
 def _parse_item(
