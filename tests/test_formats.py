@@ -274,3 +274,25 @@ def test_generated_deal_records_are_starts():
     start = read_start(line)
     assert start.kind == "deal"
     assert start.deal == dg.deal_from_list(record["deal"])
+
+
+@pytest.mark.parametrize(
+    "game, text",
+    [
+        ("devils-grip", "# late game\nA1: 2S 5S\nA2: 5H 8H JH\ntalon: JS 8S 2H\n"),
+        (
+            "besieged-fortress",
+            "1: 9C QH 10C\n2: KC JC\n3: KH JH\n4: QC\nF: KS 10H KD 8C\n",
+        ),
+    ],
+)
+def test_the_compact_position_text_is_a_start(game, text):
+    """The form the README and the edge-case files use reads as a start too."""
+    start = read_start(text, game)
+    assert start.kind == "position"
+    assert start.state == get_game(game).parse_position_text(text)
+
+
+def test_deal_text_is_not_taken_for_position_text():
+    start = read_start(dg.format_deal(dg.numbered_deal(3)), "devils-grip")
+    assert start.kind == "deal" and start.deal == dg.numbered_deal(3)

@@ -5,6 +5,8 @@ A *start* is what a prover or a replay begins from. It may be given as
 - deal text: card tokens in deal order, ``#`` comments allowed;
 - a deal in JSON: a list of tokens, or ``{"game": ..., "deal": [...]}``;
 - a position in JSON: ``{"game": ..., "grid": ..., ...}`` (the game's own fields);
+- a position in the game's compact text, ``A1: 2S 5S`` lines
+  (`Game.parse_position_text`);
 - a numbered deal: ``{"game": ..., "number": N}`` or the text ``number N``
   (with ``"deal"`` too, as ``patience deal --json`` prints it, when the two agree).
 
@@ -18,10 +20,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .cards import strip_comments
 from .errors import InputError
 from .game import Game
 from .registry import get_game
-from .textforms import load_json
+from .textforms import KEY_LINE, load_json
 
 MAX_INPUT_BYTES = 256 * 1024
 
@@ -162,7 +165,8 @@ MAX_DIGITS = 30
 
 
 def read_start(text: str, game_name: str | None = None) -> Start:
-    """Read a start from file text in any accepted form."""
+    """Read a start from file text in any accepted form: JSON, ``number N``,
+    the game's compact position text or deal text."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
         raise InputError(f"input larger than {MAX_INPUT_BYTES} bytes")
     stripped = text.strip()
@@ -174,7 +178,21 @@ def read_start(text: str, game_name: str | None = None) -> Start:
     match = _NUMBER.match(stripped)
     if match:
         return start_from_number(game, _whole(match.group(1), "deal number"))
+    if _is_position_text(text):
+        return Start(game, game.parse_position_text(text), "position")
     return start_from_deal(game, game.parse_deal(text))
+
+
+def _is_position_text(text: str) -> bool:
+    """Return whether ``text`` is the compact position form (``A1: 2S 5S``).
+
+    Its first line that is not blank or a comment is ``key: cards``; no card
+    token holds a colon, so deal text never starts that way.
+    """
+    for line in strip_comments(text).splitlines():
+        if line.strip():
+            return KEY_LINE.match(line) is not None
+    return False
 
 
 #: `parse_numbers` expands at most this many deal numbers.
