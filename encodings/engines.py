@@ -350,6 +350,8 @@ def _child(
         conn.send(("ok", result.to_json()))
     except PatienceError as exc:  # the input: the parent may raise it as such
         conn.send(("refused", {"code": exc.code, "message": exc.message}))
+    except ResultCheckError as exc:  # its own line failed the replay: a bug
+        conn.send(("unsound", str(exc)))
     except BaseException:  # report everything, the parent decides
         conn.send(("error", traceback.format_exc(limit=8)))
     finally:
@@ -395,6 +397,7 @@ def _portfolio(
     latest: dict[str, ProofResult] = {}
     errors: list[str] = []
     refusals: list[dict[str, str]] = []
+    unsound: list[str] = []
     try:
         while running:
             remaining = deadline - time.monotonic()
@@ -407,6 +410,10 @@ def _portfolio(
                     running.pop(conn)[1].join(timeout=1)
                 if kind == "error":
                     errors.append(f"{name}: {payload.strip().splitlines()[-1]}")
+                    continue
+                if kind == "unsound":
+                    errors.append(f"{name}: its line failed the replay: {payload}")
+                    unsound.append(f"{name}: {payload}")
                     continue
                 if kind == "refused":
                     errors.append(f"{name}: {payload['message']}")
@@ -428,7 +435,28 @@ def _portfolio(
         # proof within the limit". (One member refusing while another answers
         # is only that member's limitation.)
         raise from_code(refusals[0]["code"], refusals[0]["message"])
+    if not answers and len(errors) == len(provers):
+        # Every member failed before its limit: that is no timeout, and must
+        # not read as one. A line the reference engine refused is a prover
+        # bug, raised as such (the API's ``check_failed``).
+        if unsound:
+            raise ResultCheckError("; ".join(unsound))
+        return _all_failed(errors, list(provers), time_limit, question)
     return _best_unsettled(answers, errors, list(provers), time_limit, question)
+
+
+def _all_failed(
+    errors: list[str], names: list[str], time_limit: float, question: Question
+) -> ProofResult:
+    """Return the unknown answer of a run whose every member crashed."""
+    return ProofResult(
+        status=Status.UNKNOWN,
+        proven=False,
+        engine="+".join(names),
+        question=question,
+        method=f"no proof: every engine failed ({'; '.join(errors)})",
+        stats={"time_limit": time_limit, "errors": errors},
+    )
 
 
 def _noting(result: ProofResult, errors: list[str]) -> ProofResult:

@@ -5,7 +5,9 @@ use every layer below. Heavy imports (Flask, Celery, solvers) happen inside the
 subcommands that need them, so ``patience deal`` starts fast.
 
 Exit codes: 0 success; 1 a negative answer the user asked about (an illegal
-step in ``play``); 2 bad input or usage, with one message and no traceback.
+step in ``play``); 2 bad input or usage, with one message and no traceback;
+3 a prover's line that the reference engine refused (a bug in a prover,
+named in one message: no unchecked answer is ever printed).
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from verifier.errors import InputError, PatienceError
 from verifier.formats import Start, parse_numbers, read_start, start_from_number
 from verifier.registry import DEFAULT_GAME, GAMES, get_game
 from verifier.replay import replay
+from verifier.results import ResultCheckError
 
-EXIT_OK, EXIT_NO, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_NO, EXIT_BAD_INPUT, EXIT_CHECK_FAILED = 0, 1, 2, 3
 #: Most deals one ``generate`` prints: the API's bound (``worker.jobs.MAX_DEALS``,
 #: not imported, since it loads the whole worker), so both doors agree; each
 #: deal takes about half a second to build and prove.
@@ -483,6 +486,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PatienceError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except ResultCheckError as exc:
+        print(
+            f"internal error: the reference engine refused a line: {exc}",
+            file=sys.stderr,
+        )
+        return EXIT_CHECK_FAILED
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # e.g. `patience solve ... | head`

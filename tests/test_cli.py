@@ -333,3 +333,22 @@ def test_bench_prints_no_empty_best_scores_line(capsys):
     # the empty list's line would end with its colon
     assert not any(line.rstrip().endswith(":") for line in out.splitlines())
     assert "Proven best scores, search: none" in out
+
+
+def test_a_line_the_reference_engine_refuses_exits_3_with_one_message(
+    capsys, monkeypatch
+):
+    """A prover bug surfaces as one line and its own exit code, no traceback
+    (the portfolio raises it when no member has a sound answer)."""
+    from verifier.results import ResultCheckError
+
+    def refused_line(args):
+        raise ResultCheckError("step 3: 5C does not fit on 8S")
+
+    monkeypatch.setattr(cli, "cmd_solve", refused_line)
+    code, out, err = run(capsys, "solve", "--number", "1")
+    assert code == cli.EXIT_CHECK_FAILED == 3 and out == ""
+    assert err == (
+        "internal error: the reference engine refused a line: "
+        "step 3: 5C does not fit on 8S\n"
+    )

@@ -318,3 +318,39 @@ def test_bench_positions_lies_on_the_beam_line_and_proves_late_positions(capsys)
     out = capsys.readouterr().out
     assert re.search(r"^\| 3 \| 1[0-2] \| \d+ \| yes \|", out, re.M)
     assert "| ≤ 12 | 1 | 1 |" in out
+
+
+def _crashing(state, *, question, time_limit):
+    raise RuntimeError("this prover crashes at once")
+
+
+def _unsound(state, *, question, time_limit):
+    raise ResultCheckError("step 3: 5C does not fit on 8S")
+
+
+def test_members_that_all_crash_are_not_reported_as_out_of_time():
+    state = start_from_number(GAME, 1).state
+    began = time.monotonic()
+    result = engines._portfolio(
+        {"a": _crashing, "b": _crashing}, state, Question.VERDICT, 10
+    )
+    assert time.monotonic() - began < 5  # it did not wait for the limit
+    assert result.status is Status.UNKNOWN and not result.proven
+    assert result.method.startswith("no proof: every engine failed")
+    assert "this prover crashes at once" in result.method
+    assert "within" not in result.method
+    assert len(result.stats["errors"]) == 2
+
+
+def test_a_line_that_fails_the_replay_is_raised_when_no_member_answers():
+    state = start_from_number(GAME, 1).state
+    members = {"a": _unsound, "b": _crashing}
+    with pytest.raises(ResultCheckError, match="a: step 3: 5C does not fit on 8S"):
+        engines._portfolio(members, state, Question.VERDICT, 10)
+    # Another member's sound answer still stands, with the failure on record.
+    search = engines.PROVERS["search"][GAME.name]
+    result = engines._portfolio(
+        {"a": _unsound, "search": search}, state, Question.VERDICT, 10
+    )
+    assert result.status is Status.LOST and result.proven
+    assert any("failed the replay" in e for e in result.stats["errors"])
