@@ -23,6 +23,7 @@ from verifier.replay import replay
 from verifier.results import (
     ProofResult,
     Question,
+    ResultCheckError,
     Status,
     check_result,
     set_partial_sink,
@@ -228,3 +229,16 @@ def test_the_search_prover_reports_each_beam_line_as_it_comes():
     assert min(scores) == result.best_score
     for report in reports:
         check_result(dg.GAME, deal(2), report)
+
+
+def test_a_line_whose_score_the_reference_engine_disputes_is_refused():
+    """The score handed to other provers is the reference engine's count."""
+    from dataclasses import replace
+
+    state = dg.initial_state(dg.numbered_deal(12))
+    found = beam.best_lines(state, deadline=None, widths=(8,))
+    assert found is not None
+    score, moves = beam._in_reference_moves(state, found)
+    assert score == found.score == replay(dg.GAME, state, moves).score
+    with pytest.raises(ResultCheckError, match="beam's line leaves"):
+        beam._in_reference_moves(state, replace(found, score=found.score - 1))

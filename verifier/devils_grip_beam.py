@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from . import devils_grip as dg
 from . import devils_grip_search_model as sm
 from .gcpause import cycles_uncollected
+from .results import ResultCheckError
 
 #: Widths run by default, doubling. On a whole deal a run takes about 3 ms per
 #: unit of width (width 8: 25 ms; 4096: 12 s and 300 MB, its positions' parents).
@@ -158,12 +159,30 @@ def reference_line(
     if on_line is not None:
 
         def stream(line: BeamLine) -> None:
-            on_line(line.score, sm.to_reference(state, list(line.moves)))
+            on_line(*_in_reference_moves(state, line))
 
     found = best_lines(state, deadline=deadline, floor=floor, on_line=stream)
     if found is None:
         return None
-    return found.score, sm.to_reference(state, list(found.moves))
+    return _in_reference_moves(state, found)
+
+
+def _in_reference_moves(state: dg.State, line: BeamLine) -> tuple[int, list[dg.Move]]:
+    """Return ``line``'s score and moves, the score read off the reference
+    engine's final position, not taken on the compact model's word.
+
+    Other provers search below this score at once (and a portfolio shares it),
+    so a model that miscounted would mislead them before any final replay.
+    """
+    moves = sm.to_reference(state, list(line.moves))
+    end = state
+    for move in moves:
+        end = dg.apply(end, move)
+    if dg.score(end) != line.score:
+        raise ResultCheckError(
+            f"the beam's line leaves {dg.score(end)} cards, not {line.score}"
+        )
+    return line.score, moves
 
 
 class Beam:
