@@ -59,16 +59,11 @@ from verifier.results import ProofResult, Question, Status
 from verifier.textforms import load_json
 from verifier.version import version
 
-from . import devils_grip_sat_cnf
 from .processes import start_child, stop
+from .registry import CERTIFICATE_ENCODINGS, CertificateEncoding
 
 FORMAT = "patience-certificate/1"
 CHECKERS = ("dratify", "drup")
-
-#: game name -> (encoding name, module with build_cnf(state, question, bound)).
-ENCODERS = {
-    "devils-grip": ("devils-grip-sat", devils_grip_sat_cnf),
-}
 
 
 def sha256(text: str) -> str:
@@ -100,7 +95,7 @@ def claim_text(question: Question, bound: int | None) -> str:
 
 def encodes(game_name: str) -> bool:
     """Return whether ``game_name`` has a certificate encoding."""
-    return game_name in ENCODERS
+    return game_name in CERTIFICATE_ENCODINGS
 
 
 def check_certifiable(game_name: str) -> None:
@@ -108,30 +103,30 @@ def check_certifiable(game_name: str) -> None:
     _encoder(game_name)
 
 
-def _encoder(game_name: str):
-    if game_name not in ENCODERS:
+def _encoder(game_name: str) -> CertificateEncoding:
+    """Return the game's certificate encoding (`registry.CERTIFICATE_ENCODINGS`)."""
+    if game_name not in CERTIFICATE_ENCODINGS:
         raise UnsupportedError(f"no certificate encoding for {game_name}")
-    return ENCODERS[game_name]
+    return CERTIFICATE_ENCODINGS[game_name]
 
 
 def _encoding_version(game_name: str) -> str:
     """Return the version of the game's encoding (its clauses, not the software)."""
-    _, module = _encoder(game_name)
-    return str(getattr(module, "ENCODING_VERSION", "1"))
+    return _encoder(game_name).version
 
 
 def formula(start: Start, question: Question, bound: int | None) -> str:
     """Return the DIMACS text of the claim's CNF (deterministic)."""
-    _, module = _encoder(start.game.name)
+    build_cnf = _encoder(start.game.name).build_cnf
     if question is Question.VERDICT:
-        cnf, _ = module.build_cnf(start.state, Question.VERDICT)
+        cnf, _ = build_cnf(start.state, Question.VERDICT)
     else:
         if bound is None or bound < 1:
             raise InputError("a score certificate needs a bound of at least 1")
         # Without the normal-form ("without loss of generality") restrictions:
         # the certificate's UNSAT then speaks of every line, not of a normal
         # form whose completeness would be one more argument to trust.
-        cnf, _ = module.build_cnf(
+        cnf, _ = build_cnf(
             start.state, Question.SCORE, bound=bound - 1, dominance=False
         )
     return cnf.to_dimacs() + "\n"
@@ -145,7 +140,7 @@ def certify(start: Start, question: Question, bound: int | None = None) -> dict:
     """
     dimacs = formula(start, question, bound)
     proof = refutation(dimacs)
-    name, _ = _encoder(start.game.name)
+    name = _encoder(start.game.name).name
     data = start_json(start)
     clauses = [line for line in dimacs.splitlines() if line and line[0] not in "pc"]
     return {
@@ -431,7 +426,7 @@ def _check_labels(bundle: dict, start: Start, dimacs: str) -> None:
     game = start.game.name
     if bundle.get("game") != game:
         raise _Reject(f"game is {bundle.get('game')!r}, but the start is {game}'s")
-    name, _ = _encoder(game)
+    name = _encoder(game).name
     if _field(bundle, "encoding", "name") != name:
         raise _Reject(f"encoding.name is not {name!r}")
     # The CNF is our own re-derivation by now, so its header is well formed.

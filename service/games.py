@@ -1,7 +1,9 @@
 """What ``GET /v1/games`` says about each registered game.
 
-Everything is read from the game registry, the prover registry and the job
-parsers, so a new game shows up here without an edit.
+Everything is read from the game registry (`verifier.registry`, the game's
+own attributes), the prover-level registries (`patience_encodings.engines`,
+`patience_encodings.registry`) and the job parsers, so a new game shows up
+here without an edit.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ import inspect
 from typing import Any
 
 from patience_encodings.engines import AUTO, engines_for
+from patience_encodings.registry import DEAL_GENERATORS
 from verifier.cards import rank_name
 from verifier.game import Game
 from verifier.registry import DEFAULT_GAME, GAMES
 from worker.jobs import (
     DEFAULT_TIME_LIMIT,
     DIFFICULTIES,
-    GENERATORS,
     MAX_DEALS,
     MAX_ITEMS,
     MIN_TIME_LIMIT,
@@ -25,10 +27,6 @@ from worker.jobs import (
 from worker.settings import Settings
 
 NUMBER_FORMAT = "an integer 0 .. 2**64-1: the numbered deal (same on every platform)"
-
-
-def _doc(obj: Any) -> str:
-    return " ".join((inspect.getdoc(obj) or "").split())
 
 
 def _format_doc(obj: Any) -> str:
@@ -66,7 +64,7 @@ def describe_game(game: Game) -> dict[str, Any]:
     return {
         "name": game.name,
         "title": game.title,
-        "summary": getattr(game, "summary", "") or _doc(type(game)),
+        "summary": game.summary,
         "deal_size": game.deal_size,
         "has_score": game.has_score,
         "formats": {
@@ -77,7 +75,7 @@ def describe_game(game: Game) -> dict[str, Any]:
         "engines": [AUTO, *engines] if engines else [],
         "questions": questions,
         "generator": {
-            "available": game.name in GENERATORS,
+            "available": game.name in DEAL_GENERATORS,
             "difficulties": list(DIFFICULTIES),
         },
     }

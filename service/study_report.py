@@ -30,15 +30,8 @@ from .study_plan import (
     load_runs,
 )
 
-#: Bicycle's grades of a lost game's score, per game (best first): a deal
-#: whose best score is at most the bound earns the grade.
-GRADES: dict[str, tuple[tuple[str, int], ...]] = {
-    "devils-grip": (("brilliant", 2), ("excellent", 5), ("good", 10)),
-}
 #: Bar colour of proven scores beyond every grade.
 OTHER_COLOUR = "#888888"
-#: What a game's score counts, for the report's words.
-SCORE_UNITS: dict[str, str] = {"devils-grip": "cards left in the talon"}
 
 
 # -- the report ----------------------------------------------------------------
@@ -242,7 +235,7 @@ def _headline(s: Summary) -> list[str]:
     )
     if s.plan.question is Question.SCORE and not s.open_scores:
         text += f" Median best score: {_median_score(s)}."
-        grades = GRADES.get(s.plan.game, ())
+        grades = get_game(s.plan.game).score_grades
         text += "".join(
             f" {percent(s.at_most(bound), s.deals, 1)} {name} (≤ {bound})."
             for name, bound in grades
@@ -287,7 +280,7 @@ def _verdict_section(s: Summary) -> list[str]:
 
 
 def _score_section(s: Summary, plot_name: str | None) -> list[str]:
-    unit = SCORE_UNITS.get(s.plan.game, "score")
+    unit = get_game(s.plan.game).score_unit
     out = ["## Best scores", ""]
     if s.plan.question is not Question.SCORE:
         out.append(
@@ -303,9 +296,14 @@ def _score_section(s: Summary, plot_name: str | None) -> list[str]:
     if plot_name:
         out += ["", f"![Distribution of best scores]({plot_name})"]
     out += ["", *_score_table(s)]
-    grades = GRADES.get(s.plan.game)
+    grades = get_game(s.plan.game).score_grades
     if grades:
-        out += ["", "Bicycle's grades (of all deals; a win counts as brilliant):", ""]
+        best_grade = grades[0][0]
+        out += [
+            "",
+            f"Bicycle's grades (of all deals; a win counts as {best_grade}):",
+            "",
+        ]
         if s.open_scores:
             out += ["| grade | best score | deals | share | possibly |"]
             out += ["|---|---:|---:|---:|---:|"]
@@ -460,7 +458,8 @@ def write_plot(summary: Summary, path: Path) -> bool:
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    grades = GRADES.get(summary.plan.game, ())
+    game = get_game(summary.plan.game)
+    grades = game.score_grades
     colours = ("#1b7837", "#5aae61", "#a6dba0")
     xs = list(range(0, max([*summary.scores, *found]) + 1))
     proven = [summary.scores.get(x, 0) for x in xs]
@@ -477,12 +476,12 @@ def write_plot(summary: Summary, path: Path) -> bool:
         ax.bar(tops, upper, bottom=[summary.scores.get(x, 0) for x in tops], **style)
         handles.append(Patch(**style))
         names.append("best found, not proven optimal")
-    title = get_game(summary.plan.game).title
+    title = game.title
     ax.set_title(
         f"{title}: best scores of deals {summary.plan.spec} "
         f"({sum(proven)} proven of {summary.deals})"
     )
-    unit = SCORE_UNITS.get(summary.plan.game, "score")
+    unit = game.score_unit
     ax.set_xlabel(f"best score ({unit}; 0 = won)")
     ax.set_ylabel("deals")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -495,7 +494,9 @@ def write_plot(summary: Summary, path: Path) -> bool:
     return True
 
 
-def _colour(score: int, grades: Any, colours: tuple[str, ...]) -> str:
+def _colour(
+    score: int, grades: tuple[tuple[str, int], ...], colours: tuple[str, ...]
+) -> str:
     for (_, bound), colour in zip(grades, colours, strict=False):
         if score <= bound:
             return colour

@@ -588,6 +588,8 @@ class BesiegedFortress:
         "one rank higher (any suit), into an empty row, or home up in suit. "
         "Score = cards not yet home."
     )
+    score_unit = "cards not yet home"
+    score_grades = ()
 
     parse_deal = staticmethod(parse_deal)
     deal_from_list = staticmethod(deal_from_list)

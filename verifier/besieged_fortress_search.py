@@ -86,7 +86,6 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Iterator
 from typing import Any
 
 from . import besieged_fortress as bf
@@ -684,21 +683,3 @@ def prove(
             stats=stats,
         )
     return check_result(bf.GAME, state, result)
-
-
-def iter_reachable(state: bf.State) -> Iterator[bf.State]:
-    """Yield every position reachable from ``state`` (small positions only).
-
-    The plain breadth-first closure under the rules engine, with no reduction
-    at all: the reference the tests hold the reductions against.
-    """
-    seen = {state}
-    todo = [state]
-    while todo:
-        current = todo.pop()
-        yield current
-        for move in bf.legal_moves(current):
-            nxt = bf.apply(current, move)
-            if nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)

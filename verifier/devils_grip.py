@@ -666,6 +666,9 @@ class DevilsGrip:
         "stock; deal three at a time to a talon, one pass; score = cards left in "
         "the talon."
     )
+    score_unit = "cards left in the talon"
+    #: Bicycle's grades of a lost game's score.
+    score_grades = (("brilliant", 2), ("excellent", 5), ("good", 10))
 
     parse_deal = staticmethod(parse_deal)
     deal_from_list = staticmethod(deal_from_list)

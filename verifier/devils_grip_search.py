@@ -118,7 +118,9 @@ class Search:
 
         ``exact`` is True iff ``v < bar``, and then ``v`` is the best score of
         ``node``; otherwise every line from ``node`` scores at least ``v``
-        (and ``v >= bar``).
+        (and ``v >= bar``). A best score known to be ``>= bar`` (a leaf, an
+        exact table entry) is returned as such a bound, which it also is, so
+        that callers may take ``exact`` alone to mean "beats the bar".
         """
         self.nodes += 1
         if self.nodes % CLOCK_EVERY == 0:
@@ -126,16 +128,17 @@ class Search:
             if self._budget is not None and self.nodes >= self._budget:
                 raise _Restart
         if node[0] == self.model.n:
-            return self._leaf(node), True
+            score = self._leaf(node)
+            return score, score < bar
         canon = self._canon(node)
         entry = self.table.get(canon.key)
         known = 0
         if entry is not None:
             known = entry.value + canon.dead
-            if entry.exact:
-                return known, True
             if known >= bar:
                 return known, False
+            if entry.exact:
+                return known, True
         lower = max(known, self.bounds.lower(canon, bar))
         if lower >= bar:
             if lower > known:
@@ -146,14 +149,18 @@ class Search:
         if bar == 1 and len(children) > 1:
             children = self._order(children)
         for move, child in children:
+            # Sound: a child scoring >= best cannot improve best, so searching
+            # it against min(bar, best) loses nothing; it only cuts sooner.
             limit = min(bar, best)
             self._path.append(move)
             try:
                 v, exact = self.value(child, limit)
             finally:  # also when a restart or the clock cuts the search short
                 self._path.pop()
-            if exact and v < limit:
+            if exact:  # v < limit: a better line
                 best, best_move = v, move
+                # Sound: lower is a proven lower bound on every line from this
+                # node, so once best <= lower no child can beat best.
                 if best <= lower:
                     break
             else:

@@ -306,13 +306,6 @@ class Model:
         return count, node
 
 
-def _counts(cards: Sequence[int]) -> list[int]:
-    counts = [0] * SIZE
-    for c in cards:
-        counts[c] += 1
-    return counts
-
-
 def root(state: dg.State) -> tuple[Model, Node]:
     """Return the model and the abstract node of a reference position."""
     stock = [encode(c) for c in state.stock]

@@ -22,6 +22,13 @@ class Game(Protocol):
     deal_size: int
     #: Whether "score" (lower is better) is meaningful for lost deals.
     has_score: bool
+    #: The rules in a few lines, for players choosing a game (``GET /v1/games``).
+    summary: str
+    #: What the score counts, for reports' words ("the fewest {unit}").
+    score_unit: str
+    #: Named grades of a best score, best first: a deal whose best score is at
+    #: most the bound earns the grade. Empty when the game has none.
+    score_grades: tuple[tuple[str, int], ...]
 
     # -- formats -------------------------------------------------------------
     def parse_deal(self, text: str) -> tuple[Any, ...]:

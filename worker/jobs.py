@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from patience_encodings import cases, certificates, generate
 from patience_encodings.engines import AUTO, ENGINES, check_engine, settles, solve
+from patience_encodings.registry import DEAL_GENERATORS
 from verifier.errors import InputError, PatienceError, UnsupportedError
 from verifier.fields import (
     check_fields,
@@ -321,13 +322,6 @@ def run_certificate(job: CertificateJob) -> dict[str, Any]:
 DEALS_FIELDS = ("game", "count", "difficulty", "seed")
 
 
-#: game name -> (seed, difficulty) -> a generated deal whose ``to_json()`` has
-#: ``deal`` (tokens) and ``line``. One line per game with a generator.
-GENERATORS: dict[str, Callable[[int, str], Any]] = {
-    "devils-grip": generate.generate_one,
-}
-
-
 @dataclass(frozen=True)
 class DealsJob:
     """Generate ``count`` guaranteed-winnable deals from ``seed``."""
@@ -343,7 +337,7 @@ class DealsJob:
         data = expect_object(data, "a deals request")
         check_fields(data, DEALS_FIELDS, "a deals request")
         game = get_game(get_string(data, "game", DEFAULT_GAME))
-        if game.name not in GENERATORS:
+        if game.name not in DEAL_GENERATORS:
             raise UnsupportedError(f"no deal generator for {game.name} yet")
         count = get_integer(data, "count", 1, 1, MAX_DEALS)
         difficulty = get_choice(data, "difficulty", DIFFICULTIES, "any")
@@ -376,7 +370,7 @@ def generate_deal(game_name: str, difficulty: str, seed: int) -> dict[str, Any]:
     once more before it leaves the worker.
     """
     game = get_game(game_name)
-    made = GENERATORS[game.name](seed, difficulty).to_json()
+    made = DEAL_GENERATORS[game.name](seed, difficulty).to_json()
     notation = tuple(made["line"])
     claim = ProofResult(
         Status.WON, True, "construct", best_score=0, line=notation, method="built"
