@@ -87,8 +87,7 @@ def test_verdicts_match_the_vectors(number):
 def test_solve_runner_with_a_time_limit_answers_unknown_not_lost():
     start = start_from_number(bf.GAME, 51)
     result = engines.solve(start, engine="search", time_limit=0.3)
-    assert result.status in (Status.UNKNOWN, Status.WON)
-    assert result.status is not Status.LOST or result.proven
+    assert result.status is Status.UNKNOWN and not result.proven
 
 
 @pytest.mark.skipif(not bench.fc_solve_available(), reason="fc-solve not installed")
@@ -97,7 +96,7 @@ def test_verdicts_match_freecell_solver(number):
     state = bf.initial_state(bf.numbered_deal(number))
     theirs, _ = bench.fc_solve_verdict(state, 30)
     ours = bfs.prove(state, time_limit=30).status.value
-    assert ours == theirs
+    assert theirs != "unknown" and ours == theirs
 
 
 def test_fc_solve_board_lists_rows_inner_to_outer():

@@ -75,5 +75,8 @@ def test_parallel_steps_decode_into_legal_sequential_moves():
     enc = bsat.Encoding(state)
     status, line, horizon, _ = bsat.search(state, None)
     assert status == "won" and horizon <= len(line)
-    assert replay(bf.GAME, state, line).ok
+    # The line ends sorted: foundation moves alone then win (the goal).
+    end = replay(bf.GAME, state, line)
+    assert end.ok
+    assert replay(bf.GAME, state, line + bf.finishing_moves(end.final)).won
     assert enc.rising  # the goal is not trivially true here

@@ -55,7 +55,7 @@ def test_grid_view_optimum_matches_brute_force(only):
         _, final = sat.model_line(enc, model)
         assert dg.score(final) == best == max(b for b, _ in bounds)
         assert all(b <= best for b, _ in bounds)
-        assert {v for _, v in bounds} <= {only} if only else {"grid", "links"}
+        assert {v for _, v in bounds} <= ({only} if only else {"grid", "links"})
 
 
 def test_grid_view_counts_what_the_grid_lacks():
@@ -196,6 +196,7 @@ def test_score_below_keeps_exactly_the_better_lines():
         limit = best + 2
         with Solver(name="g4", bootstrap_with=enc.clauses) as solver:
             solver.append_formula(enc.score_below(limit).clauses)
+            assert solver.solve()  # some line leaves best < limit
             for _ in range(5):
                 if not solver.solve():
                     break
@@ -206,6 +207,11 @@ def test_score_below_keeps_exactly_the_better_lines():
             with Solver(name="g4", bootstrap_with=enc.clauses) as strict:
                 strict.append_formula(enc.score_below(best).clauses)
                 assert not strict.solve()
+            with Solver(name="g4", bootstrap_with=enc.clauses) as tight:
+                tight.append_formula(enc.score_below(best + 1).clauses)
+                assert tight.solve()  # the best line is still admitted
+                _, final = sat.model_line(enc, tight.get_model())
+                assert dg.score(final) == best
 
 
 def test_a_line_in_hand_proves_a_whole_deal_optimal():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+import z3
 from dg_helpers import position, winnable_position
 
 from patience_encodings import devils_grip_smt as smt
@@ -100,3 +101,7 @@ def test_formula_is_plain_smtlib():
     text = enc.smtlib()
     assert text.startswith("(declare-const")
     assert len(enc.asserts) > 1000 and "(assert" in text
+    solver = z3.Solver()  # the text alone, read back by z3's own parser
+    solver.add(z3.parse_smt2_string(text))
+    assert solver.check() == z3.sat  # some line is played
+    assert solver.check(z3.Bool("win")) == z3.unsat  # but none wins deal 1

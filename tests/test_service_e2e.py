@@ -194,6 +194,10 @@ def test_batch_reports_progress_and_per_item_results(api, wait_job):
     assert out["total"] == len(body["items"])
     assert [item["index"] for item in out["items"]] == list(range(out["total"]))
     assert out["items"][-1]["result"]["status"] == "won"
+    for item in out["items"][:-1]:  # numbered deals: dead, or not settled in 5 s
+        assert item["ok"] and "error" not in item, item
+        assert item["result"]["status"] in ("lost", "unknown"), item
+        assert item["result"]["proven"] == (item["result"]["status"] == "lost")
     assert sum(out["counts"].values()) == out["total"]
     progress = [v["progress"]["done"] for v in seen if v["progress"]]
     assert progress == sorted(progress)

@@ -96,6 +96,9 @@ def test_the_worker_sets_each_jobs_cores_unless_the_deployment_did(monkeypatch):
     monkeypatch.delenv(CORES_ENV, raising=False)
     share_cores(options={"concurrency": 2 * cores_available()})
     assert os.environ[CORES_ENV] == "1"
+    monkeypatch.delenv(CORES_ENV)
+    share_cores(options={"concurrency": 1})  # one job at a time: all the cores
+    assert os.environ[CORES_ENV] == str(cores_available())
     monkeypatch.setenv(CORES_ENV, "7")
     share_cores(options={"concurrency": 2})
     assert os.environ[CORES_ENV] == "7"

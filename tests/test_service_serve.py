@@ -191,7 +191,8 @@ def test_a_lifeline_whose_owner_goes_stops_the_targets_and_one_released_does_not
         released = Lifeline().start()
         released.watch_process(spared.pid)
         released.release()
-        assert spared.poll() is None
+        with pytest.raises(subprocess.TimeoutExpired):
+            spared.wait(timeout=1)  # still alive a second after the release
     finally:
         for proc in (doomed, spared):
             proc.kill()

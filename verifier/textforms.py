@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -50,8 +51,16 @@ def load_json(text: str | bytes, *, code: str | None = None) -> Any:
     except InputError as exc:
         message = exc.message
     except ValueError as exc:  # e.g. an integer with more digits than Python reads
-        message = f"malformed JSON: {exc}"
+        message = f"malformed JSON: {_plain(exc)}"
     raise InputError(message, code=code)
+
+
+def _plain(exc: ValueError) -> str:
+    """Say what was wrong, without Python's advice to the programmer (the
+    digit limit's message ends "use sys.set_int_max_str_digits() ...")."""
+    if "limit" in str(exc) and "digits" in str(exc):
+        return f"a number longer than {sys.get_int_max_str_digits()} digits"
+    return str(exc)
 
 
 def read_deal(text: str, validate: Callable[[Sequence[Card]], T]) -> T:
