@@ -3,7 +3,10 @@ against a search without it (or against brute force) on small positions."""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import random
+from itertools import pairwise
 
 import pytest
 from bf_helpers import LOST, pos
@@ -19,7 +22,14 @@ from verifier.results import Question, Status
 
 
 def random_position(rng: random.Random, in_rows: int, all_rows: bool) -> bf.State:
-    """Return a position with ``in_rows`` cards (the top of some suits) in rows."""
+    """Return a position with ``in_rows`` cards (the top of some suits) in rows.
+
+    With ``all_rows`` the cards are dealt round the rows, so every row holds
+    some, and most rows then put their odd ranks outermost (their even ranks
+    buried): the outer cards rarely build on one another, so some positions
+    are lost (`test_random_positions_are_won_and_lost`). Otherwise each card
+    goes to a random row, leaving empty rows and runs to move through them.
+    """
     counts = [0, 0, 0, 0]
     while sum(counts) < in_rows:
         suit = rng.randrange(4)
@@ -28,7 +38,11 @@ def random_position(rng: random.Random, in_rows: int, all_rows: bool) -> bf.Stat
     rng.shuffle(cards)
     rows: list[list[Card]] = [[] for _ in range(8)]
     for i, card in enumerate(cards):
-        rows[i if all_rows and i < 8 else rng.randrange(8)].append(card)
+        rows[i % 8 if all_rows else rng.randrange(8)].append(card)
+    if all_rows:
+        for row in rows:
+            if rng.random() < 0.9:
+                row.sort(key=lambda card: card.rank % 2)  # stable: odd ranks out
     tops = tuple(13 - n for n in counts)
     return bf.validate_state(bf.State(tuple(map(tuple, rows)), tops))  # type: ignore[arg-type]
 
@@ -36,11 +50,15 @@ def random_position(rng: random.Random, in_rows: int, all_rows: bool) -> bf.Stat
 def brute_force_winnable(state: bf.State) -> bool:
     """Return whether a won position is reachable: every legal move, no reduction
     but the rows-as-a-multiset key (itself tested in `test_rows_are_interchangeable`).
+
+    Positions are taken fewest cards left and least out of order first; the
+    order only finds a win sooner, since a lost verdict needs every position.
     """
+    tie = itertools.count()
     seen = {(tuple(sorted(state.rows)), state.foundations)}
-    todo = [state]
+    todo = [(0, next(tie), state)]
     while todo:
-        current = todo.pop()
+        *_, current = heapq.heappop(todo)
         if bf.is_won(current):
             return True
         for move in bf.legal_moves(current):
@@ -48,12 +66,24 @@ def brute_force_winnable(state: bf.State) -> bool:
             k = (tuple(sorted(nxt.rows)), nxt.foundations)
             if k not in seen:
                 seen.add(k)
-                todo.append(nxt)
+                heapq.heappush(todo, (untidiness(nxt), next(tie), nxt))
     return False
 
 
+def untidiness(state: bf.State) -> int:
+    """Return the cards left plus the cards lying on a lower one."""
+    left = sum(map(len, state.rows))
+    return left + sum(a.rank < b.rank for row in state.rows for a, b in pairwise(row))
+
+
 def search_verdict(state: bf.State, **options) -> bool:
-    return bfs.Search(**options).run(state) is not None
+    """Return whether the search finds a win; a line it finds must win on replay."""
+    steps = bfs.Search(**options).run(state)
+    if steps is None:
+        return False
+    outcome = replay(bf.GAME, state, bfs.winning_line(state, steps))
+    assert outcome.ok and outcome.won, outcome
+    return True
 
 
 # -- verdicts and lines ----------------------------------------------------------------

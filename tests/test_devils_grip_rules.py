@@ -132,6 +132,9 @@ def test_merge_uses_bottom_card_of_the_moving_stack():
 def test_merge_onto_itself_and_empty_cells_are_illegal():
     state = worked_example_state()
     assert "onto itself" in reason(state, "A1>A1")
+    full = position({"A1": "2S", "A2": "5S 8S JS"}, talon="2H 5H 8H JH")
+    empty = play(full, "A2>A1")
+    assert "source cell A2 is empty" in reason(empty, "A2>A1")
 
 
 def test_emptied_cells_stay_empty_once_the_stock_is_exhausted():
@@ -139,7 +142,7 @@ def test_emptied_cells_stay_empty_once_the_stock_is_exhausted():
     after = play(state, "A2>A1")
     assert after.grid[1] == ()
     assert "target cell A2 is empty" in reason(after, "A1>A2")
-    assert dg.illegal_reason(after, dg.DEAL) is not None
+    assert "the stock is exhausted" in dg.illegal_reason(after, dg.DEAL)
 
 
 # -- moves: deal ------------------------------------------------------------------

@@ -411,8 +411,11 @@ def test_decoded_models_replay_step_by_step():
     cnf, enc = build_cnf(state, Question.SCORE)
     with Solver(name=sat.SOLVER, bootstrap_with=cnf.clauses) as solver:
         assert solver.solve()
-        moves = decode(enc, solver.get_model())
-    assert replay(dg.GAME, state, moves).ok
+        model = solver.get_model()
+        moves = decode(enc, model)
+    end = replay(dg.GAME, state, moves)
+    assert end.ok and end.stuck
+    assert end.final == sat.model_line(enc, model)[1]
 
 
 # -- the registry and the runner ---------------------------------------------------

@@ -180,7 +180,8 @@ def test_score_question_out_of_time_keeps_the_proven_verdict():
     result = search.prove(state, question=Question.SCORE, time_limit=1.0)
     assert result.status is Status.LOST and result.proven
     assert result.lower_bound >= 1
-    assert result.score_proven == (result.lower_bound == result.best_score)
+    # The time did run out on the score: a line, a weaker proven bound.
+    assert not result.score_proven and result.lower_bound < result.best_score
 
 
 def test_the_cycle_collector_is_paused_inside_and_restored_after(monkeypatch):
