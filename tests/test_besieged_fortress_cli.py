@@ -88,6 +88,7 @@ def test_solve_runner_with_a_time_limit_answers_unknown_not_lost():
     start = start_from_number(bf.GAME, 51)
     result = engines.solve(start, engine="search", time_limit=0.3)
     assert result.status is Status.UNKNOWN and not result.proven
+    assert "within 0.3 s" in result.method  # stopped by the limit it was given
 
 
 @pytest.mark.skipif(not bench.fc_solve_available(), reason="fc-solve not installed")

@@ -416,6 +416,9 @@ def test_decoded_models_replay_step_by_step():
     end = replay(dg.GAME, state, moves)
     assert end.ok and end.stuck
     assert end.final == sat.model_line(enc, model)[1]
+    # The score the model claims: the offset plus the pieces it leaves unlinked.
+    claimed = enc.score_offset + sum(model[abs(lit) - 1] == lit for lit in enc.unlinked)
+    assert dg.score(end.final) == claimed
 
 
 # -- the registry and the runner ---------------------------------------------------
