@@ -132,6 +132,12 @@ def formula(start: Start, question: Question, bound: int | None) -> str:
     return cnf.to_dimacs() + "\n"
 
 
+def cnf_sizes(dimacs: str) -> dict[str, int]:
+    """Return the DIMACS text's variables (its header's) and clauses (counted)."""
+    clauses = sum(1 for line in dimacs.splitlines() if line and line[0] not in "pc")
+    return {"variables": int(dimacs.split(maxsplit=3)[2]), "clauses": clauses}
+
+
 # -- making ----------------------------------------------------------------------
 def certify(start: Start, question: Question, bound: int | None = None) -> dict:
     """Return a certificate bundle for the claim; raise if the claim is false.
@@ -142,7 +148,6 @@ def certify(start: Start, question: Question, bound: int | None = None) -> dict:
     proof = refutation(dimacs)
     name = _encoder(start.game.name).name
     data = start_json(start)
-    clauses = [line for line in dimacs.splitlines() if line and line[0] not in "pc"]
     return {
         "format": FORMAT,
         "game": start.game.name,
@@ -155,8 +160,7 @@ def certify(start: Start, question: Question, bound: int | None = None) -> dict:
         },
         "encoding": {"name": name, "version": _encoding_version(start.game.name)},
         "cnf": {
-            "variables": int(dimacs.split("\n", 1)[0].split()[2]),
-            "clauses": len(clauses),
+            **cnf_sizes(dimacs),
             "sha256": sha256(dimacs),
             "dimacs": dimacs,
         },
@@ -430,10 +434,8 @@ def _check_labels(bundle: dict, start: Start, dimacs: str) -> None:
     if _field(bundle, "encoding", "name") != name:
         raise _Reject(f"encoding.name is not {name!r}")
     # The CNF is our own re-derivation by now, so its header is well formed.
-    clauses = sum(1 for line in dimacs.splitlines() if line and line[0] not in "pc")
-    sizes = {"variables": dimacs.split(maxsplit=3)[2], "clauses": str(clauses)}
-    for key, value in sizes.items():
-        if str(_field(bundle, "cnf", key)) != value:
+    for key, value in cnf_sizes(dimacs).items():
+        if str(_field(bundle, "cnf", key)) != str(value):
             raise _Reject(f"cnf.{key} does not match the CNF text ({value})")
     if _field(bundle, "proof", "format") != "drat":
         raise _Reject("proof.format is not 'drat', the only format checked here")

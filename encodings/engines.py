@@ -435,28 +435,11 @@ def _portfolio(
         # proof within the limit". (One member refusing while another answers
         # is only that member's limitation.)
         raise from_code(refusals[0]["code"], refusals[0]["message"])
-    if not answers and len(errors) == len(provers):
-        # Every member failed before its limit: that is no timeout, and must
-        # not read as one. A line the reference engine refused is a prover
-        # bug, raised as such (the API's ``check_failed``).
-        if unsound:
-            raise ResultCheckError("; ".join(unsound))
-        return _all_failed(errors, list(provers), time_limit, question)
+    if not answers and len(errors) == len(provers) and unsound:
+        # No member answered, and a line the reference engine refused is a
+        # prover bug: raised as such (the API's ``check_failed``).
+        raise ResultCheckError("; ".join(unsound))
     return _best_unsettled(answers, errors, list(provers), time_limit, question)
-
-
-def _all_failed(
-    errors: list[str], names: list[str], time_limit: float, question: Question
-) -> ProofResult:
-    """Return the unknown answer of a run whose every member crashed."""
-    return ProofResult(
-        status=Status.UNKNOWN,
-        proven=False,
-        engine="+".join(names),
-        question=question,
-        method=f"no proof: every engine failed ({'; '.join(errors)})",
-        stats={"time_limit": time_limit, "errors": errors},
-    )
 
 
 def _noting(result: ProofResult, errors: list[str]) -> ProofResult:
@@ -599,6 +582,9 @@ def _best_unsettled(
     stats: dict[str, Any] = {"time_limit": time_limit}
     if errors:
         stats["errors"] = errors
+    # Every member failed before its limit: that is no timeout, and must not
+    # read as one.
+    failed = not answers and len(errors) == len(names)
     return ProofResult(
         status=Status.UNKNOWN,
         proven=False,
@@ -606,6 +592,8 @@ def _best_unsettled(
         question=question,
         best_score=best.best_score if best else None,
         line=best.line if best else (),
-        method=f"no proof within {time_limit:g} s",
+        method=f"no proof: every engine failed ({'; '.join(errors)})"
+        if failed
+        else f"no proof within {time_limit:g} s",
         stats=stats,
     )

@@ -81,9 +81,20 @@ def keep_slashes(app: Flask) -> None:
     app.url_map.merge_slashes = False
 
 
+def error_body(code: str, message: str) -> dict[str, Any]:
+    """Return the API's error body (also the server's own, `stack.JsonErrorHandler`)."""
+    return {"error": {"code": code, "message": message}}
+
+
+def error_code(title: str) -> str:
+    """Return an HTTP error's code from its title: ``"Not Found"`` is
+    ``not_found``, ``"Request-URI Too Long"`` ``request_uri_too_long``."""
+    return "".join(c if c.isalnum() else "_" for c in title.lower())
+
+
 def error_response(status: int, code: str, message: str) -> tuple[Response, int]:
     """Return the API's error body with ``status``."""
-    return jsonify({"error": {"code": code, "message": message}}), status
+    return jsonify(error_body(code, message)), status
 
 
 def register_error_handlers(app: Flask) -> None:
@@ -96,7 +107,7 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def on_http_error(exc: HTTPException):
         response = exc.get_response()
-        code = (exc.name or "error").lower().replace(" ", "_")
+        code = error_code(exc.name or "error")
         body, status = error_response(exc.code or 500, code, _describe(exc))
         body.headers.extend(
             (k, v) for k, v in response.headers.items() if k.lower() == "allow"

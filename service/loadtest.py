@@ -179,8 +179,7 @@ def _own_stack(concurrency: int) -> Iterator[str]:
 def service_url(url: str) -> str:
     """Return the service's base URL: ``serve`` prints ``.../v1``, the paths
     here start with ``/v1``, so a trailing ``/v1`` (or slash) is dropped."""
-    url = url.rstrip("/")
-    return url.removesuffix("/v1") if url.endswith("/v1") else url
+    return url.rstrip("/").removesuffix("/v1")
 
 
 def refused(tally: Tally) -> int:

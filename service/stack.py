@@ -23,6 +23,7 @@ from typing import IO, Any
 from celery import Celery
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
+from service.app import error_body, error_code
 from worker.celery_app import QUEUES
 
 #: Seconds a worker gets for a warm shutdown before it is killed.
@@ -186,9 +187,8 @@ class JsonErrorHandler(WSGIRequestHandler):
         if code < 200 or code in (204, 205, 304):  # no body allowed
             self.end_headers()
             return
-        name = "".join(c if c.isalnum() else "_" for c in short.lower())
-        error = {"code": name, "message": explain or long or message or short}
-        body = json.dumps({"error": error}).encode()
+        text = explain or long or message or short
+        body = json.dumps(error_body(error_code(short), text)).encode()
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -117,24 +117,16 @@ class ProofJob:
         get_choice(data, "kind", ("proof",), "proof")  # a batch item's kind, if given
         game = get_game(get_string(data, "game", DEFAULT_GAME))
         given = [k for k in START_KEYS if data.get(k) is not None]
-        if given == ["deal", "number"]:  # as `patience deal --json` prints it
-            start = start_from_json({"game": game.name} | _pick(data, given))
-            given = ["number"]  # the deal was checked to be that number's
-        elif len(given) == 1:
-            start = start_from_json({"game": game.name} | _pick(data, given))
-        else:
+        # A number with its own deal is what `patience deal --json` prints.
+        if len(given) != 1 and given != ["deal", "number"]:
             raise InputError(
                 "give exactly one of 'deal', 'position' or 'number' "
                 f"(got {', '.join(given) or 'none'})"
             )
-        (start_field,) = given
-        question = Question(get_choice(data, "question", QUESTIONS, "verdict"))
+        start = start_from_json({"game": game.name} | {k: data[k] for k in given})
+        start_field = given[-1]  # "number" when both: its deal was checked
+        question, time_limit, engine = _options(data, settings)
         check_question(game, question)
-        top = settings.max_time_limit
-        time_limit = get_number(
-            data, "time_limit", min(DEFAULT_TIME_LIMIT, top), MIN_TIME_LIMIT, top
-        )
-        engine = get_string(data, "engine", AUTO)
         check_engine(game.name, engine)
         return cls(
             game.name,
@@ -515,8 +507,18 @@ class BatchJob:
         return sum(item.budget + ITEM_OVERHEAD for item in self.items)
 
 
-def _pick(data: Mapping[str, Any], keys: list[str]) -> dict[str, Any]:
-    return {key: data[key] for key in keys}
+def _options(
+    data: Mapping[str, Any], settings: Settings
+) -> tuple[Question, float, str]:
+    """Read a request's question, time limit and engine, each on its own (a
+    proof request and a batch's defaults share them; whether they fit the
+    game is the caller's check)."""
+    question = Question(get_choice(data, "question", QUESTIONS, "verdict"))
+    top = settings.max_time_limit
+    time_limit = get_number(
+        data, "time_limit", min(DEFAULT_TIME_LIMIT, top), MIN_TIME_LIMIT, top
+    )
+    return question, time_limit, get_string(data, "engine", AUTO)
 
 
 def _batch_defaults(data: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
@@ -530,10 +532,7 @@ def _batch_defaults(data: Mapping[str, Any], settings: Settings) -> dict[str, An
     """
     defaults = {k: data[k] for k in ITEM_DEFAULTS if data.get(k) is not None}
     game = get_game(get_string(defaults, "game", DEFAULT_GAME))
-    question = Question(get_choice(defaults, "question", QUESTIONS, "verdict"))
-    top = settings.max_time_limit
-    get_number(defaults, "time_limit", top, MIN_TIME_LIMIT, top)
-    engine = get_string(defaults, "engine", AUTO)
+    question, _, engine = _options(defaults, settings)
     if "game" in defaults:
         check_question(game, question)
     if "game" in defaults or engine not in ENGINES:
