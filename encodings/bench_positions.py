@@ -11,22 +11,28 @@ no clock, so the positions are the same on every run) and stops at the first
 position with at most ``L`` stock cards left, for each ``L`` of ``--left``.
 Each position is solved for its best score by ``--engine`` (default ``auto``)
 as in production (`engines.solve`: killable child processes, every line
-replayed). It prints a row per position, then per ``L`` the positions proven
-and the median and largest times.
+replayed). It prints a row per position and engine, then per ``L`` and
+engine the positions proven and the median and largest times.
+
+With several engines (``--engine sat,search,smt``) it is also the
+cross-check the issue asks for on mid-game positions: each position is
+answered by every engine, and the answers must agree (`engines.consistent`:
+no engine's replayed line below another's proven bound, so two proven best
+scores are equal). Disagreements are listed at the end and the run exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import accumulate
 
 from verifier import devils_grip as dg
 from verifier import devils_grip_beam as beam
 from verifier import devils_grip_search_model as sm
 from verifier.formats import Start
-from verifier.results import Question
+from verifier.results import ProofResult, Question, ResultCheckError
 
 from . import engines
 
@@ -51,6 +57,71 @@ def positions(number: int, lefts: Sequence[int]) -> Iterator[tuple[int, dg.State
             yield wanted.pop(0), reached
 
 
+def disagreement(answers: Mapping[str, ProofResult]) -> str | None:
+    """Return why one position's answers by several engines contradict, or None.
+
+    Every line is replayed and every bound proven, so a contradiction means
+    an engine is wrong: the cross-check's whole point is to see it.
+    """
+    try:
+        engines.consistent(list(answers.values()))
+    except ResultCheckError as exc:
+        return str(exc)
+    return None
+
+
+def _engine_list(text: str) -> list[str]:
+    """Read ``--engine``: one or more engines, comma-separated (argparse type)."""
+    names = [name.strip() for name in text.split(",")]
+    unknown = [name for name in names if name not in engines.ENGINES]
+    if unknown or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: distinct engines from {', '.join(engines.ENGINES)}"
+        )
+    return names
+
+
+def _answer(
+    number: int, state: dg.State, names: Sequence[str], limit: float
+) -> dict[str, ProofResult]:
+    """Solve one position's best score with each engine; print a row for each."""
+    start = Start(dg.GAME, state, "position")
+    answers = {}
+    for name in names:
+        result = engines.solve(
+            start, question=Question.SCORE, engine=name, time_limit=limit
+        )
+        answers[name] = result
+        settled = engines.settles(result, Question.SCORE)
+        print(
+            f"| {number} | {len(state.stock)} | {name} | {result.best_score} | "
+            f"{'yes' if settled else 'no'} | {result.elapsed:.2f} | {result.engine} |",
+            flush=True,
+        )
+    return answers
+
+
+def _summary(
+    records: Sequence[tuple[int, Mapping[str, ProofResult]]],
+    lefts: Sequence[int],
+    names: Sequence[str],
+) -> None:
+    """Print, per ``L`` and engine, the positions proven and the seconds."""
+    print("| stock left | engine | positions | best score proven | median s | max s |")
+    print("|---|---|---|---|---|---|")
+    for left in lefts:
+        for name in names:
+            answers = [found[name] for at, found in records if at == left]
+            if not answers:
+                continue
+            spent = [a.elapsed for a in answers]
+            settled = sum(engines.settles(a, Question.SCORE) for a in answers)
+            print(
+                f"| ≤ {left} | {name} | {len(answers)} | {settled} | "
+                f"{statistics.median(spent):.2f} | {max(spent):.2f} |"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--start", type=int, default=1, help="first deal number")
@@ -58,43 +129,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--left", default="48,30,12", help="stock cards left, comma-separated"
     )
-    parser.add_argument("--engine", default=engines.AUTO, choices=engines.ENGINES)
+    parser.add_argument(
+        "--engine",
+        type=_engine_list,
+        default=[engines.AUTO],
+        help="engines, comma-separated (several: cross-checked)",
+    )
     parser.add_argument("--time-limit", type=float, default=10.0)
     args = parser.parse_args(argv)
     lefts = [int(x) for x in args.left.split(",")]
-    times: dict[int, list[float]] = {left: [] for left in lefts}
-    proven: dict[int, int] = dict.fromkeys(lefts, 0)
-    print("| deal | stock left | best score | proven | seconds | engine |")
-    print("|---|---|---|---|---|---|")
+    records, clashes = [], []
+    print("| deal | stock left | engine | best score | proven | seconds | by |")
+    print("|---|---|---|---|---|---|---|")
     for number in range(args.start, args.start + args.count):
         for left, state in positions(number, lefts):
-            start = Start(dg.GAME, state, "position")
-            result = engines.solve(
-                start,
-                question=Question.SCORE,
-                engine=args.engine,
-                time_limit=args.time_limit,
-            )
-            settled = engines.settles(result, Question.SCORE)
-            times[left].append(result.elapsed)
-            proven[left] += settled
-            print(
-                f"| {number} | {len(state.stock)} | {result.best_score} | "
-                f"{'yes' if settled else 'no'} | {result.elapsed:.2f} | "
-                f"{result.engine} |",
-                flush=True,
-            )
+            answers = _answer(number, state, args.engine, args.time_limit)
+            records.append((left, answers))
+            clash = disagreement(answers)
+            if clash:
+                clashes.append(f"deal {number}, {len(state.stock)} left: {clash}")
     print()
-    print("| stock left | positions | best score proven | median s | max s |")
-    print("|---|---|---|---|---|")
-    for left in lefts:
-        spent = times[left]
-        if spent:
-            print(
-                f"| ≤ {left} | {len(spent)} | {proven[left]} | "
-                f"{statistics.median(spent):.2f} | {max(spent):.2f} |"
-            )
-    return 0
+    _summary(records, lefts, args.engine)
+    if len(args.engine) > 1:
+        print()
+        print(
+            f"Cross-check of {', '.join(args.engine)} on {len(records)} positions: "
+            f"{len(clashes)} disagreements"
+        )
+        for clash in clashes:
+            print(f"- {clash}")
+    return 1 if clashes else 0
 
 
 if __name__ == "__main__":

@@ -454,13 +454,13 @@ def _noting(result: ProofResult, errors: list[str]) -> ProofResult:
     return replace(result, stats={**result.stats, "errors": list(errors)})
 
 
-def _consistent(answers: list[ProofResult]) -> None:
+def consistent(answers: list[ProofResult]) -> None:
     """Refuse answers that contradict each other: a line below a proven bound.
 
     Every ``lower_bound`` is proven for every line and every ``best_score``
     is reached by a replayed line, so a line below a bound means a member
     is wrong; combining the two would report the contradiction as an
-    optimum.
+    optimum. `bench_positions` cross-checks engines with it too.
     """
     lined = [a for a in answers if a.best_score is not None and a.line]
     bounded = [a for a in answers if a.lower_bound is not None]
@@ -503,7 +503,7 @@ def combine_bounds(
     """
     if question is not Question.SCORE or len(answers) < 2:
         return None
-    _consistent(answers)
+    consistent(answers)
     lined = [a for a in answers if a.best_score is not None and a.line]
     bounded = [a for a in answers if a.lower_bound is not None]
     if not lined or not bounded:
@@ -550,7 +550,7 @@ def _best_unsettled(
     question: Question,
 ) -> ProofResult:
     """Merge unsettled answers: a proven verdict, the best line, the best bound."""
-    _consistent(answers)
+    consistent(answers)
     with_line = [a for a in answers if a.best_score is not None]
     best = min(with_line, key=lambda a: a.best_score) if with_line else None
     bounded = [a for a in answers if a.lower_bound is not None]

@@ -316,8 +316,38 @@ def test_bench_positions_lies_on_the_beam_line_and_proves_late_positions(capsys)
     assert all(len(s.stock) <= left for left, s in first)
     assert bench_positions.main(["--count", "1", "--start", "3", "--left", "12"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^\| 3 \| 1[0-2] \| \d+ \| yes \|", out, re.M)
-    assert "| ≤ 12 | 1 | 1 |" in out
+    assert re.search(r"^\| 3 \| 1[0-2] \| auto \| \d+ \| yes \|", out, re.M)
+    assert "| ≤ 12 | auto | 1 | 1 |" in out
+    assert "Cross-check" not in out  # one engine: nothing to cross-check
+
+
+def test_bench_positions_cross_checks_the_engines_on_each_position(capsys):
+    """Several engines answer each position, and their answers must agree."""
+    argv = ["--count", "1", "--start", "3", "--left", "12", "--engine", "sat,search"]
+    assert bench_positions.main(argv) == 0
+    out = capsys.readouterr().out
+    scores = re.findall(r"^\| 3 \| \d+ \| (sat|search) \| (\d+) \| yes \|", out, re.M)
+    assert [name for name, _ in scores] == ["sat", "search"]
+    assert scores[0][1] == scores[1][1]
+    assert "Cross-check of sat, search on 1 positions: 0 disagreements" in out
+    # What the cross-check catches: a proven bound above another's line.
+    [(_, state)] = bench_positions.positions(3, [12])
+    start = Start(GAME, state, "position")
+    answers = {
+        name: engines.solve(start, question=Question.SCORE, engine=name)
+        for name in ("sat", "search")
+    }
+    assert bench_positions.disagreement(answers) is None
+    best = answers["sat"].best_score
+    wrong = replace(answers["search"], best_score=best + 1, lower_bound=best + 1)
+    clash = bench_positions.disagreement({**answers, "search": wrong})
+    assert clash == (
+        f"sat's line leaves {best}, but search proves every line leaves at least "
+        f"{best + 1}"
+    )
+    with pytest.raises(SystemExit) as exc:
+        bench_positions.main(["--engine", "sat,nope"])
+    assert exc.value.code == 2
 
 
 def _crashing(state, *, question, time_limit):
