@@ -31,6 +31,7 @@ from itertools import accumulate
 from verifier import devils_grip as dg
 from verifier import devils_grip_beam as beam
 from verifier import devils_grip_search_model as sm
+from verifier.errors import PatienceError
 from verifier.formats import Start
 from verifier.results import ProofResult, Question, ResultCheckError
 
@@ -73,11 +74,13 @@ def disagreement(answers: Mapping[str, ProofResult]) -> str | None:
 def _engine_list(text: str) -> list[str]:
     """Read ``--engine``: one or more engines, comma-separated (argparse type)."""
     names = [name.strip() for name in text.split(",")]
-    unknown = [name for name in names if name not in engines.ENGINES]
-    if unknown or len(set(names)) != len(names):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: distinct engines from {', '.join(engines.ENGINES)}"
-        )
+    try:
+        for name in names:
+            engines.check_engine(dg.GAME.name, name)
+    except PatienceError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: an engine named twice")
     return names
 
 

@@ -454,6 +454,21 @@ def _noting(result: ProofResult, errors: list[str]) -> ProofResult:
     return replace(result, stats={**result.stats, "errors": list(errors)})
 
 
+def _line_and_bound(
+    answers: list[ProofResult],
+) -> tuple[ProofResult | None, ProofResult | None]:
+    """Return the answer with the best line and the one with the highest bound.
+
+    Only a line in hand counts (``best_score`` with its moves); None where no
+    answer has a line, or none a bound.
+    """
+    lined = [a for a in answers if a.best_score is not None and a.line]
+    bounded = [a for a in answers if a.lower_bound is not None]
+    line = min(lined, key=lambda a: a.best_score, default=None)
+    bound = max(bounded, key=lambda a: a.lower_bound, default=None)
+    return line, bound
+
+
 def consistent(answers: list[ProofResult]) -> None:
     """Refuse answers that contradict each other: a line below a proven bound.
 
@@ -462,13 +477,8 @@ def consistent(answers: list[ProofResult]) -> None:
     is wrong; combining the two would report the contradiction as an
     optimum. `bench_positions` cross-checks engines with it too.
     """
-    lined = [a for a in answers if a.best_score is not None and a.line]
-    bounded = [a for a in answers if a.lower_bound is not None]
-    if not lined or not bounded:
-        return
-    line = min(lined, key=lambda a: a.best_score)
-    bound = max(bounded, key=lambda a: a.lower_bound)
-    if line.best_score < bound.lower_bound:
+    line, bound = _line_and_bound(answers)
+    if line is not None and bound is not None and line.best_score < bound.lower_bound:
         raise ResultCheckError(
             f"{line.engine}'s line leaves {line.best_score}, but {bound.engine} "
             f"proves every line leaves at least {bound.lower_bound}"
@@ -504,12 +514,9 @@ def combine_bounds(
     if question is not Question.SCORE or len(answers) < 2:
         return None
     consistent(answers)
-    lined = [a for a in answers if a.best_score is not None and a.line]
-    bounded = [a for a in answers if a.lower_bound is not None]
-    if not lined or not bounded:
+    line, bound = _line_and_bound(answers)
+    if line is None or bound is None:
         return None
-    line = min(lined, key=lambda a: a.best_score)
-    bound = max(bounded, key=lambda a: a.lower_bound)
     if line.best_score > bound.lower_bound or line.best_score == 0:
         return None  # they do not meet; or a win, which settles alone
     return ProofResult(
@@ -553,11 +560,10 @@ def _best_unsettled(
     consistent(answers)
     with_line = [a for a in answers if a.best_score is not None]
     best = min(with_line, key=lambda a: a.best_score) if with_line else None
-    bounded = [a for a in answers if a.lower_bound is not None]
     proven = [a for a in answers if a.proven]
     if proven:
         verdict = proven[0]
-        bound = max(bounded, key=lambda a: a.lower_bound, default=None)
+        _, bound = _line_and_bound(answers)
         if bound is not None and bound.lower_bound > (verdict.lower_bound or 0):
             verdict = replace(
                 verdict,

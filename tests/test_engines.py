@@ -70,16 +70,22 @@ def _refusing(state, *, question, time_limit):
     raise UnsupportedError("this prover refuses every position")
 
 
+def _beside_search(member):
+    """Deal 1's verdict by a portfolio of ``member`` (as "a") and the search."""
+    search = engines.PROVERS["search"][GAME.name]
+    state = start_from_number(GAME, 1).state
+    return engines._portfolio(
+        {"a": member, "search": search}, state, Question.VERDICT, 10
+    )
+
+
 def test_members_that_all_refuse_the_input_raise_its_error():
     state = start_from_number(GAME, 1).state
     both = {"a": _refusing, "b": _refusing}
     with pytest.raises(UnsupportedError, match="refuses every position"):
         engines._portfolio(both, state, Question.VERDICT, 10)
     # One member refusing is only that member's limit: the other answers.
-    search = engines.PROVERS["search"][GAME.name]
-    result = engines._portfolio(
-        {"a": _refusing, "search": search}, state, Question.VERDICT, 10
-    )
+    result = _beside_search(_refusing)
     assert result.status is Status.LOST and result.proven
 
 
@@ -378,9 +384,6 @@ def test_a_line_that_fails_the_replay_is_raised_when_no_member_answers():
     with pytest.raises(ResultCheckError, match="a: step 3: 5C does not fit on 8S"):
         engines._portfolio(members, state, Question.VERDICT, 10)
     # Another member's sound answer still stands, with the failure on record.
-    search = engines.PROVERS["search"][GAME.name]
-    result = engines._portfolio(
-        {"a": _unsound, "search": search}, state, Question.VERDICT, 10
-    )
+    result = _beside_search(_unsound)
     assert result.status is Status.LOST and result.proven
     assert any("failed the replay" in e for e in result.stats["errors"])
