@@ -396,6 +396,32 @@ def test_build_cnf_is_deterministic():
     assert len(digests) == 1
 
 
+@pytest.mark.parametrize(
+    ("lits", "kept"),
+    [
+        ((5, -7), [5, -7]),
+        ((5, 5), [5]),
+        ((5, -5), None),  # a tautology
+        (("T", 5), None),  # satisfied by the true constant
+        (("F", 5), [5]),  # the false constant dropped
+        (("F", "F"), ["F"]),  # nothing left: the empty clause, kept as false
+        ((5, -7, 9), [5, -7, 9]),
+        ((5, -7, 5), [5, -7]),
+        ((5, -7, 7), None),
+        ((5, "T", 9), None),
+        ((5, "F", 9), [5, 9]),
+    ],
+)
+def test_add_simplifies_clauses_against_the_constants(lits, kept):
+    """Binary clauses take a quick test; every length keeps the same rules."""
+    enc = Encoding(layout_of(winnable_position()[0]))  # no clauses yet
+    named = {"T": enc.true, "F": -enc.true}
+    before = len(enc.clauses)
+    enc.add(*(named.get(lit, lit) for lit in lits))
+    added = enc.clauses[before:]
+    assert added == ([] if kept is None else [[named.get(x, x) for x in kept]])
+
+
 def test_score_bound_formula_is_unsat_below_the_optimum():
     state = next(jammed_positions(1, seed=42))
     best = sat.prove(state, question=Question.SCORE, time_limit=60)
