@@ -1190,6 +1190,7 @@ class ScoreBelow:
 
 
 # -- building --------------------------------------------------------------------------
+@cycles_uncollected()
 def build_encoding(
     state: dg.State,
     question: Question,
@@ -1211,25 +1212,13 @@ def build_encoding(
     to it: the machine's calibration keeps the formula it was defined on
     (`patience_encodings.calibration`); the merge count, implied and once a
     gain, now only slows the calls (its docstring has the figures).
-    """
-    with cycles_uncollected():  # 100k+ clause lists, none in a cycle
-        return _built(state, question, dominance, cells, merge_count)
 
-
-def _built(
-    state: dg.State,
-    question: Question,
-    dominance: bool | None,
-    cells: bool,
-    merge_count: bool,
-) -> Encoding:
-    """`build_encoding`'s work, with the cycle collector paused.
-
-    Why paused: the build allocates over 100,000 clause lists and keeps them
-    all, so each burst made the collector walk the survivors again. Deals
-    1-20 in one process: median 0.15 s with it, 0.12 s without; in a prover
-    child, which freezes what it inherits (`processes.start_child`), deals
-    1-200: 0.132 s against 0.119 s (`docs/best-scores.md`).
+    The cycle collector is paused while it runs: the build allocates over
+    100,000 clause lists and keeps them all, so each burst made the
+    collector walk the survivors again. Deals 1-20 in one process: median
+    0.15 s with it, 0.12 s without; in a prover child, which freezes what it
+    inherits (`processes.start_child`), deals 1-200: 0.132 s against 0.119 s
+    (`docs/best-scores.md`).
     """
     win = question is Question.VERDICT
     if dominance is None:
